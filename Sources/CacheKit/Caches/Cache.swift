@@ -1,0 +1,217 @@
+import Synchronization
+
+/// A thread-safe, bounded key-value cache: `NSCache` done right.
+///
+/// ```swift
+/// let images = Cache<URL, Image>(countLimit: 200, totalCostLimit: 50_000_000)
+/// images.setValue(image, forKey: url, cost: image.byteCount)
+/// if let hit = images[url] { show(hit) }
+/// ```
+///
+/// `Cache` is an ordered, strict cache. With the default ``EvictionPolicy/lru`` policy the least
+/// recently used entry leaves first, and limits hold before a write returns: add the 201st entry
+/// to a cache with `countLimit: 200` and one entry is gone when `setValue` returns (YapCache's
+/// "strict"; `NSCache` evicts later, and on Linux evicts the newest entry).
+///
+/// ## Limits
+/// `countLimit` bounds the number of entries and `totalCostLimit` the sum of their costs (the
+/// `cost:` you pass with each write, `0` by default); `0` means no limit. Changing a limit evicts at
+/// once. An entry whose cost alone exceeds `totalCostLimit` is not stored: the write returns
+/// ``WriteResult/Outcome/rejected(_:)`` and removes any previous value for the key.
+///
+/// ## Events
+/// ``removalHandler`` hears every removal with its ``RemovalReason`` (evicted for count or cost,
+/// replaced, removed, removed by ``removeAll()``, memory pressure). ``evictionVeto`` is asked before
+/// each eviction (not before explicit removals) and may keep the entry: then the next candidate in
+/// eviction order is tried; if every candidate is vetoed the cache stays above its limit and the
+/// write reports ``WriteResult/isOverLimit``. Both run on the calling thread after the lock is
+/// released, so they may call back into this cache. Evicted values are released outside the lock
+/// too.
+///
+/// ## Thread safety
+/// Every operation holds a `Synchronization.Mutex` for its O(1) critical section. `Cache` is
+/// `Sendable` exactly when `Key` and `Value` are.
+///
+/// ## Performance
+/// Entries live in contiguous slot arrays with a 4-byte-per-bucket hash index, so a million
+/// `Int`-to-`Int` entries take about as many bytes as a `Dictionary` holding them. Reads and writes
+/// are O(1) and allocate nothing once the cache is full. See the README for measured figures.
+public final class Cache<Key: Hashable, Value> {
+    @usableFromInline let lock = Mutex<Void>(())
+    @usableFromInline let state: UnsafeMutablePointer<_CacheState<Key, Value>>
+
+    /// Creates a cache.
+    ///
+    /// - Parameters:
+    ///   - countLimit: The most entries the cache holds; `0` (the default) means no limit.
+    ///   - totalCostLimit: The most total cost the cache holds; `0` (the default) means no limit.
+    ///   - policy: Which entry leaves first when a limit is reached. Defaults to ``EvictionPolicy/lru``.
+    /// - Precondition: `countLimit` and `totalCostLimit` are not negative.
+    public init(countLimit: Int = 0, totalCostLimit: Int = 0, policy: EvictionPolicy = .lru) {
+        state = .allocate(capacity: 1)
+        state.initialize(to: _CacheState(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: policy))
+    }
+
+    deinit {
+        state.deinitialize(count: 1)
+        state.deallocate()
+    }
+
+    /// The eviction policy this cache was created with.
+    public var policy: EvictionPolicy { _withState { $0.policy } }
+
+    /// The value for `key`, recording a use (an LRU cache moves it to the most recent end).
+    /// Setting `nil` removes the entry; setting a value stores it with cost 0.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public subscript(key: Key) -> Value? {
+        get { _value(forKey: key) }
+        set {
+            if let newValue { _ = _setValue(newValue, forKey: key, cost: 0) } else { _ = _removeValue(forKey: key) }
+        }
+    }
+
+    /// The value for `key`, or `nil`; records a use of the entry with the eviction policy.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public func value(forKey key: Key) -> Value? { _value(forKey: key) }
+
+    /// The value for `key` without recording a use: the entry keeps its place in eviction order.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public func peekValue(forKey key: Key) -> Value? { _peekValue(forKey: key) }
+
+    /// Whether `key` has an entry. Does not record a use.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public func contains(_ key: Key) -> Bool { _contains(key) }
+
+    /// Stores `value` for `key` with a cost, then evicts until both limits hold.
+    ///
+    /// A new entry never evicts itself; a replaced value is reported to ``removalHandler`` with
+    /// reason ``RemovalReason/replaced``. If `cost` alone exceeds `totalCostLimit`, nothing is
+    /// stored, any previous value for `key` is removed, and the result says
+    /// ``WriteResult/Rejection/costExceedsLimit``.
+    ///
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: Its key.
+    ///   - cost: What the entry weighs against `totalCostLimit` (bytes, say). Defaults to 0.
+    /// - Returns: What happened. Ignoring it is fine.
+    /// - Precondition: `cost` is not negative.
+    /// - Complexity: O(1) amortized, plus O(1) per entry evicted.
+    @inlinable
+    @discardableResult
+    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0) -> WriteResult {
+        _setValue(value, forKey: key, cost: cost)
+    }
+
+    /// Removes the entry for `key` and returns its value, or `nil` if there was none.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    @discardableResult
+    public func removeValue(forKey key: Key) -> Value? { _removeValue(forKey: key) }
+
+    /// Removes the entries for `keys`, in one critical section.
+    ///
+    /// - Complexity: O(*k*) for *k* keys.
+    @inlinable
+    public func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key { _removeValues(forKeys: keys) }
+
+    /// Removes every entry. The handler hears each with reason ``RemovalReason/removedAll``;
+    /// the veto is not asked.
+    ///
+    /// - Complexity: O(1) inside the lock; O(*n*) afterwards to report and release the entries.
+    public func removeAll() { _removeAll(reason: .removedAll) }
+
+    /// The number of entries.
+    public var count: Int { _count }
+
+    /// The sum of the costs of all entries.
+    public var totalCost: Int { _totalCost }
+
+    /// The most entries the cache holds; `0` means no limit. Lowering it evicts at once.
+    ///
+    /// - Precondition: not negative.
+    public var countLimit: Int {
+        get { _withState { $0.core.countLimit } }
+        set {
+            precondition(newValue >= 0, "countLimit must not be negative (got \(newValue))")
+            _setLimit { $0.countLimit = newValue }
+        }
+    }
+
+    /// The most total cost the cache holds; `0` means no limit. Lowering it evicts at once.
+    ///
+    /// - Precondition: not negative.
+    public var totalCostLimit: Int {
+        get { _withState { $0.core.totalCostLimit } }
+        set {
+            precondition(newValue >= 0, "totalCostLimit must not be negative (got \(newValue))")
+            _setLimit { $0.totalCostLimit = newValue }
+        }
+    }
+
+    /// Whether the cache holds more than a limit allows, because ``evictionVeto`` kept entries.
+    public var isOverLimit: Bool { _isOverLimit }
+
+    /// The keys in eviction order: the entry that would be evicted next comes first (for LRU,
+    /// the least recently used). A snapshot: later changes do not affect it.
+    ///
+    /// - Complexity: O(*n*).
+    public var keys: [Key] { _keys }
+
+    /// The entries in eviction order, next victim first. A snapshot; stop early with `break`.
+    ///
+    /// - Complexity: O(*n*).
+    public var entries: [(key: Key, value: Value)] { _entries }
+
+    /// Called with every entry that leaves the cache and why, after the lock is released, on the
+    /// thread that caused the removal. It may call back into this cache.
+    public var removalHandler: (@Sendable (CacheRemoval<Key, Value>) -> Void)? {
+        // Only `@Sendable` closures are ever stored through this API, so the cast restores the type.
+        get { unsafeBitCast(_withState { $0.removalHandler }, to: (@Sendable (CacheRemoval<Key, Value>) -> Void)?.self) }
+        set { _ = _exchangeRemovalHandler(newValue) }
+    }
+
+    /// Asked before each eviction (for count, cost or memory pressure, never for explicit removals);
+    /// return `false` to keep the entry. Runs outside the lock and may call back into the cache.
+    ///
+    /// An entry that changes while the veto is being asked is not evicted on that answer.
+    public var evictionVeto: (@Sendable (Key, Value, RemovalReason) -> Bool)? {
+        get { unsafeBitCast(_withState { $0.evictionVeto }, to: (@Sendable (Key, Value, RemovalReason) -> Bool)?.self) }
+        set { _ = _exchangeEvictionVeto(newValue) }
+    }
+
+    /// What ``handleMemoryPressure()`` does. Defaults to ``MemoryPressureAction/removeAll``.
+    public var memoryPressureAction: MemoryPressureAction {
+        get { _withState { $0.memoryPressureAction } }
+        set { _withState { $0.memoryPressureAction = newValue } }
+    }
+
+    /// Frees memory as ``memoryPressureAction`` says: empties the cache or trims it, in eviction
+    /// order, asking ``evictionVeto`` and reporting each eviction with reason
+    /// ``RemovalReason/memoryPressure``. Call it from a memory warning or a pressure monitor.
+    public func handleMemoryPressure() { _handleMemoryPressure() }
+
+    /// Checks the engine's internal consistency, trapping on the first disagreement. For tests.
+    public func _checkInvariants() { _withState { $0.core._checkInvariants() } }
+}
+
+extension Cache: _StateHost {
+    // `Mutex.withLock` hands out its own value as `inout sending` and wants a `sending` result,
+    // which region checking cannot prove for a generic, possibly non-Sendable `Value` copied out
+    // of the state. The state therefore lives beside a `Mutex<Void>`, and this is the one place
+    // that locks it, scoped exactly like `withLock`.
+    @inlinable
+    func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
+        lock._unsafeLock()
+        defer { lock._unsafeUnlock() }
+        return try body(&state.pointee)
+    }
+}

@@ -1,0 +1,178 @@
+/// The fastest CacheKit cache, for one thread (or one serial queue, or one actor) at a time.
+///
+/// ```swift
+/// let cache = SerialCache<Int, String>(countLimit: 4)
+/// for i in 1...5 { cache[i] = "\(i)" }   // the 5th insert evicts 1 before it returns
+/// cache.keys                             // [2, 3, 4, 5], least recently used first
+/// ```
+///
+/// The YapCache role: a strict cache whose limits hold before each write returns, with the
+/// same API, policies, limits, removal handler and eviction veto as ``Cache``, minus the lock.
+///
+/// **`SerialCache` is not thread-safe.** It is not `Sendable`; keep each instance inside one
+/// isolation domain (an actor, a serial queue, a single thread). Use ``Cache`` to share one.
+///
+/// Hooks run after the engine's work for the call is complete, so they may call back into the
+/// cache.
+///
+/// ## Performance
+/// The same engine as ``Cache`` without a mutex: O(1) reads and writes, no allocation once full.
+public final class SerialCache<Key: Hashable, Value> {
+    @usableFromInline let state: UnsafeMutablePointer<_CacheState<Key, Value>>
+
+    /// Creates a cache.
+    ///
+    /// - Parameters:
+    ///   - countLimit: The most entries the cache holds; `0` (the default) means no limit.
+    ///   - totalCostLimit: The most total cost the cache holds; `0` (the default) means no limit.
+    ///   - policy: Which entry leaves first when a limit is reached. Defaults to ``EvictionPolicy/lru``.
+    /// - Precondition: `countLimit` and `totalCostLimit` are not negative.
+    public init(countLimit: Int = 0, totalCostLimit: Int = 0, policy: EvictionPolicy = .lru) {
+        state = .allocate(capacity: 1)
+        state.initialize(to: _CacheState(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: policy))
+    }
+
+    deinit {
+        state.deinitialize(count: 1)
+        state.deallocate()
+    }
+
+    /// The eviction policy this cache was created with.
+    public var policy: EvictionPolicy { state.pointee.policy }
+
+    /// The value for `key`, recording a use. Setting `nil` removes the entry; setting a value
+    /// stores it with cost 0.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public subscript(key: Key) -> Value? {
+        get { _value(forKey: key) }
+        set {
+            if let newValue { _ = _setValue(newValue, forKey: key, cost: 0) } else { _ = _removeValue(forKey: key) }
+        }
+    }
+
+    /// The value for `key`, or `nil`; records a use of the entry with the eviction policy.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public func value(forKey key: Key) -> Value? { _value(forKey: key) }
+
+    /// The value for `key` without recording a use.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public func peekValue(forKey key: Key) -> Value? { _peekValue(forKey: key) }
+
+    /// Whether `key` has an entry. Does not record a use.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public func contains(_ key: Key) -> Bool { _contains(key) }
+
+    /// Stores `value` for `key` with a cost, then evicts until both limits hold.
+    /// See ``Cache/setValue(_:forKey:cost:)``: the rules are the same.
+    ///
+    /// - Precondition: `cost` is not negative.
+    /// - Complexity: O(1) amortized, plus O(1) per entry evicted.
+    @inlinable
+    @discardableResult
+    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0) -> WriteResult {
+        _setValue(value, forKey: key, cost: cost)
+    }
+
+    /// Removes the entry for `key` and returns its value, or `nil` if there was none.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    @discardableResult
+    public func removeValue(forKey key: Key) -> Value? { _removeValue(forKey: key) }
+
+    /// Removes the entries for `keys`.
+    ///
+    /// - Complexity: O(*k*) for *k* keys.
+    @inlinable
+    public func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key { _removeValues(forKeys: keys) }
+
+    /// Removes every entry, reporting each with reason ``RemovalReason/removedAll``.
+    ///
+    /// - Complexity: O(*n*) to report and release the entries.
+    public func removeAll() { _removeAll(reason: .removedAll) }
+
+    /// The number of entries.
+    public var count: Int { state.pointee.core.count }
+
+    /// The sum of the costs of all entries.
+    public var totalCost: Int { state.pointee.core.totalCost }
+
+    /// The most entries the cache holds; `0` means no limit. Lowering it evicts at once.
+    ///
+    /// - Precondition: not negative.
+    public var countLimit: Int {
+        get { state.pointee.core.countLimit }
+        set {
+            precondition(newValue >= 0, "countLimit must not be negative (got \(newValue))")
+            _setLimit { $0.countLimit = newValue }
+        }
+    }
+
+    /// The most total cost the cache holds; `0` means no limit. Lowering it evicts at once.
+    ///
+    /// - Precondition: not negative.
+    public var totalCostLimit: Int {
+        get { state.pointee.core.totalCostLimit }
+        set {
+            precondition(newValue >= 0, "totalCostLimit must not be negative (got \(newValue))")
+            _setLimit { $0.totalCostLimit = newValue }
+        }
+    }
+
+    /// Whether the cache holds more than a limit allows, because ``evictionVeto`` kept entries.
+    public var isOverLimit: Bool { _isOverLimit }
+
+    /// The keys in eviction order, next victim first (for LRU, the least recently used).
+    /// A snapshot: later changes do not affect it.
+    ///
+    /// - Complexity: O(*n*).
+    public var keys: [Key] { _keys }
+
+    /// The entries in eviction order, next victim first. A snapshot; stop early with `break`.
+    ///
+    /// - Complexity: O(*n*).
+    public var entries: [(key: Key, value: Value)] { _entries }
+
+    /// Called with every entry that leaves the cache and why, once the cache's own work for the
+    /// call is done. It may call back into the cache.
+    public var removalHandler: ((CacheRemoval<Key, Value>) -> Void)? {
+        get { state.pointee.removalHandler }
+        set { _ = _exchangeRemovalHandler(newValue) }
+    }
+
+    /// Asked before each eviction (for count, cost or memory pressure, never for explicit
+    /// removals); return `false` to keep the entry and have the next candidate tried.
+    public var evictionVeto: ((Key, Value, RemovalReason) -> Bool)? {
+        get { state.pointee.evictionVeto }
+        set { _ = _exchangeEvictionVeto(newValue) }
+    }
+
+    /// What ``handleMemoryPressure()`` does. Defaults to ``MemoryPressureAction/removeAll``.
+    public var memoryPressureAction: MemoryPressureAction {
+        get { state.pointee.memoryPressureAction }
+        set { state.pointee.memoryPressureAction = newValue }
+    }
+
+    /// Frees memory as ``memoryPressureAction`` says, asking ``evictionVeto`` and reporting each
+    /// eviction with reason ``RemovalReason/memoryPressure``. SerialCache never watches the
+    /// system itself: call this from your memory warning handler or pressure monitor.
+    public func handleMemoryPressure() { _handleMemoryPressure() }
+
+    /// Checks the engine's internal consistency, trapping on the first disagreement. For tests.
+    public func _checkInvariants() { state.pointee.core._checkInvariants() }
+}
+
+extension SerialCache: _StateHost {
+    @inlinable
+    func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
+        try body(&state.pointee)
+    }
+}

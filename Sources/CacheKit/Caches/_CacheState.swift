@@ -1,0 +1,30 @@
+/// The engine as a cache users hold sees it: the policy-erased core plus the hooks.
+@usableFromInline
+typealias _Core<Key: Hashable, Value> = _CacheCore<Key, Value, _AnyPolicy>
+
+/// Everything a cache keeps behind its lock (or, for `SerialCache`, behind its single owner).
+@usableFromInline
+struct _CacheState<Key: Hashable, Value>: ~Copyable {
+    @usableFromInline var core: _Core<Key, Value>
+    @usableFromInline let policy: EvictionPolicy
+    @usableFromInline var removalHandler: ((CacheRemoval<Key, Value>) -> Void)?
+    @usableFromInline var evictionVeto: ((Key, Value, RemovalReason) -> Bool)?
+    @usableFromInline var memoryPressureAction: MemoryPressureAction
+
+    @inlinable
+    init(countLimit: Int, totalCostLimit: Int, policy: EvictionPolicy) {
+        self.policy = policy
+        self.core = _Core(countLimit: countLimit, totalCostLimit: totalCostLimit) {
+            _AnyPolicy(policy, slotCapacity: $0)
+        }
+        self.removalHandler = nil
+        self.evictionVeto = nil
+        self.memoryPressureAction = .removeAll
+    }
+
+    /// Empties the core in O(1), returning the old one to report and free outside the lock.
+    @inlinable
+    mutating func takeAll() -> _Core<Key, Value> {
+        core.takeAll { [policy] in _AnyPolicy(policy, slotCapacity: $0) }
+    }
+}

@@ -1,0 +1,242 @@
+/// The behaviour both `SerialCache` and `Cache` share, written once over how each reaches its state.
+///
+/// `_withState` is the only way in: `Cache` takes its mutex there, `SerialCache` does not. Every
+/// operation here runs the engine inside one `_withState` call and then, outside it, reports
+/// removals to the handler and asks the eviction veto. So no hook runs inside the critical
+/// section, and a hook may call back into the same cache.
+@usableFromInline
+protocol _StateHost: AnyObject {
+    associatedtype Key: Hashable
+    associatedtype Value
+
+    /// Runs `body` with exclusive access to the state.
+    func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R
+}
+
+extension _StateHost {
+    @inlinable
+    func _value(forKey key: Key) -> Value? {
+        _withState { $0.core.value(forKey: key) }
+    }
+
+    @inlinable
+    func _peekValue(forKey key: Key) -> Value? {
+        _withState { $0.core.peekValue(forKey: key) }
+    }
+
+    @inlinable
+    func _contains(_ key: Key) -> Bool {
+        _withState { $0.core.slot(of: key) >= 0 }
+    }
+
+    @inlinable
+    func _setValue(_ value: Value, forKey key: Key, cost: Int) -> WriteResult {
+        let (outcome, removals, handler, veto) = _withState { state in
+            var removals = _Removals<Key, Value>()
+            let veto = state.evictionVeto
+            let outcome = state.core.setValue(
+                value,
+                forKey: key,
+                cost: cost,
+                evictInline: veto == nil,
+                removals: &removals
+            )
+            state.core._debugCheckInvariants()
+            return (outcome, removals, removals.isEmpty ? nil : state.removalHandler, veto)
+        }
+        Self._report(removals, to: handler)
+        guard let veto else { return WriteResult(outcome: outcome) }
+        if case .rejected = outcome { return WriteResult(outcome: outcome, isOverLimit: _isOverLimit) }
+        let isOverLimit = _trim(askingVeto: veto, protecting: key) { $0.limits }
+        return WriteResult(outcome: outcome, isOverLimit: isOverLimit)
+    }
+
+    @inlinable
+    func _removeValue(forKey key: Key) -> Value? {
+        let (removal, handler) = _withState { state in
+            let removal = state.core.removeValue(forKey: key, reason: .removed)
+            state.core._debugCheckInvariants()
+            return (removal, removal == nil ? nil : state.removalHandler)
+        }
+        if let removal, let handler { handler(removal) }
+        return removal?.value
+    }
+
+    @inlinable
+    func _removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key {
+        let (removals, handler) = _withState { state in
+            var removals = _Removals<Key, Value>()
+            for key in keys {
+                if let removal = state.core.removeValue(forKey: key, reason: .removed) { removals.append(removal) }
+            }
+            state.core._debugCheckInvariants()
+            return (removals, removals.isEmpty ? nil : state.removalHandler)
+        }
+        Self._report(removals, to: handler)
+    }
+
+    @inlinable
+    func _removeAll(reason: RemovalReason) {
+        var handler: ((CacheRemoval<Key, Value>) -> Void)?
+        let old = _withState { state in
+            handler = state.removalHandler
+            return state.takeAll()
+        }
+        guard let handler else { return }
+        old.forEachSlotInEvictionOrder { slot in
+            handler(CacheRemoval(key: old.keys[Int(slot)], value: old.values[Int(slot)], reason: reason))
+            return true
+        }
+    }
+
+    @inlinable
+    var _count: Int { _withState { $0.core.count } }
+
+    @inlinable
+    var _totalCost: Int { _withState { $0.core.totalCost } }
+
+    @inlinable
+    var _isOverLimit: Bool { _withState { $0.core.isOverLimit } }
+
+    /// Sets a limit and enforces it at once.
+    @inlinable
+    func _setLimit(_ apply: (inout _Core<Key, Value>) -> Void) {
+        let (removals, handler, veto) = _withState { state in
+            apply(&state.core)
+            var removals = _Removals<Key, Value>()
+            let veto = state.evictionVeto
+            if veto == nil { state.core.trim(to: state.core.limits, protecting: -1, removals: &removals) }
+            state.core._debugCheckInvariants()
+            return (removals, removals.isEmpty ? nil : state.removalHandler, veto)
+        }
+        Self._report(removals, to: handler)
+        if let veto { _ = _trim(askingVeto: veto, protecting: nil) { $0.limits } }
+    }
+
+    @inlinable
+    func _handleMemoryPressure() {
+        let (action, veto) = _withState { ($0.memoryPressureAction, $0.evictionVeto) }
+        if let veto {
+            let kept = _withState { action.keptCount(of: $0.core.count) }
+            let target = _TrimTarget(maxCount: kept, maxCost: .max, reason: .memoryPressure)
+            _ = _trim(askingVeto: veto, protecting: nil) { _ in target }
+        } else if action == .removeAll {
+            _removeAll(reason: .memoryPressure)
+        } else {
+            let (removals, handler) = _withState { state in
+                var removals = _Removals<Key, Value>()
+                let target = _TrimTarget(
+                    maxCount: action.keptCount(of: state.core.count),
+                    maxCost: .max,
+                    reason: .memoryPressure
+                )
+                state.core.trim(to: target, protecting: -1, removals: &removals)
+                state.core._debugCheckInvariants()
+                return (removals, removals.isEmpty ? nil : state.removalHandler)
+            }
+            Self._report(removals, to: handler)
+        }
+    }
+
+    /// A snapshot of the entries in eviction order, next victim first.
+    @inlinable
+    var _entries: [(key: Key, value: Value)] {
+        _withState { state in
+            var result: [(key: Key, value: Value)] = []
+            result.reserveCapacity(state.core.count)
+            state.core.forEachSlotInEvictionOrder { slot in
+                result.append((state.core.keys[Int(slot)], state.core.values[Int(slot)]))
+                return true
+            }
+            return result
+        }
+    }
+
+    /// A snapshot of the keys in eviction order, next victim first.
+    @inlinable
+    var _keys: [Key] {
+        _withState { state in
+            var result: [Key] = []
+            result.reserveCapacity(state.core.count)
+            state.core.forEachSlotInEvictionOrder { slot in
+                result.append(state.core.keys[Int(slot)])
+                return true
+            }
+            return result
+        }
+    }
+
+    /// Installs a removal handler, returning the old one so it is released outside the critical
+    /// section (releasing a closure can run a captured object's `deinit`).
+    @inlinable
+    func _exchangeRemovalHandler(
+        _ handler: ((CacheRemoval<Key, Value>) -> Void)?
+    ) -> ((CacheRemoval<Key, Value>) -> Void)? {
+        _withState { state in
+            let old = state.removalHandler
+            state.removalHandler = handler
+            return old
+        }
+    }
+
+    /// Installs an eviction veto (starting generation tracking), returning the old one.
+    @inlinable
+    func _exchangeEvictionVeto(
+        _ veto: ((Key, Value, RemovalReason) -> Bool)?
+    ) -> ((Key, Value, RemovalReason) -> Bool)? {
+        _withState { state in
+            let old = state.evictionVeto
+            state.evictionVeto = veto
+            if veto != nil { state.core.trackGenerations() }
+            return old
+        }
+    }
+
+    /// Calls `handler` with each removal; the removed values are released when this returns.
+    @inlinable
+    static func _report(_ removals: _Removals<Key, Value>, to handler: ((CacheRemoval<Key, Value>) -> Void)?) {
+        guard let handler else { return }
+        removals.forEach(handler)
+    }
+
+    /// Evicts toward `target` asking `veto` about each candidate outside the critical section.
+    ///
+    /// Rounds: under the lock, copy out the candidates that would meet the target (skipping the
+    /// key just written and every entry already vetoed); outside it, ask the veto; under the lock
+    /// again, evict the approved candidates that did not change meanwhile. Repeats until the
+    /// target is met or no candidate is left. Returns whether the cache is still above the
+    /// target (every remaining candidate vetoed).
+    @inlinable
+    func _trim(
+        askingVeto veto: (Key, Value, RemovalReason) -> Bool,
+        protecting protectedKey: Key?,
+        target: (borrowing _Core<Key, Value>) -> _TrimTarget
+    ) -> Bool {
+        var vetoed = Set<UInt64>()
+        while true {
+            let (candidates, goal) = _withState { state in
+                let goal = target(state.core)
+                let protected = protectedKey.map { state.core.slot(of: $0) } ?? -1
+                return (state.core.candidates(for: goal, protecting: protected, skipping: vetoed), goal)
+            }
+            if candidates.isEmpty { break }
+            var approved: [_Candidate<Key, Value>] = []
+            for candidate in candidates {
+                if veto(candidate.key, candidate.value, candidate.reason) {
+                    approved.append(candidate)
+                } else {
+                    vetoed.insert(candidate.identity)
+                }
+            }
+            if approved.isEmpty { continue }
+            let (removals, handler) = _withState { state in
+                var removals = _Removals<Key, Value>()
+                state.core.evict(approved, target: goal, removals: &removals)
+                state.core._debugCheckInvariants()
+                return (removals, removals.isEmpty ? nil : state.removalHandler)
+            }
+            Self._report(removals, to: handler)
+        }
+        return _withState { target($0.core).reasonToEvict(count: $0.core.count, cost: $0.core.totalCost) != nil }
+    }
+}

@@ -1,0 +1,26 @@
+/// What a cache does when told of memory pressure by `handleMemoryPressure()`.
+public struct MemoryPressureAction: Hashable, Sendable {
+    @usableFromInline let keptFraction: Double
+
+    /// Evicts every entry (OSCache and `NSCache` behaviour). Each eviction still asks the veto.
+    public static let removeAll = MemoryPressureAction(keptFraction: 0)
+
+    /// Evicts entries in eviction order until at most `fraction` of the current count remains
+    /// (`0.5` halves the cache).
+    ///
+    /// - Precondition: `fraction` is in `0...1`.
+    public static func trim(toFraction fraction: Double) -> MemoryPressureAction {
+        precondition(
+            fraction >= 0 && fraction <= 1,
+            "MemoryPressureAction.trim(toFraction:): fraction must be in 0...1 (got \(fraction))"
+        )
+        return MemoryPressureAction(keptFraction: fraction)
+    }
+
+    @usableFromInline
+    init(keptFraction: Double) { self.keptFraction = keptFraction }
+
+    /// How many of `count` entries may stay.
+    @inlinable
+    func keptCount(of count: Int) -> Int { Int((Double(count) * keptFraction).rounded(.down)) }
+}

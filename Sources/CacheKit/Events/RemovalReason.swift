@@ -1,0 +1,47 @@
+/// Why an entry left a cache. Every removal a removal handler hears carries one.
+public enum RemovalReason: String, Hashable, Sendable, CaseIterable {
+    /// Evicted by the policy to keep the cache within its `countLimit`.
+    case evictedForCount
+    /// Evicted by the policy to keep the cache within its `totalCostLimit`.
+    case evictedForCost
+    /// A new value was written for the key. Also the reason when the new value was rejected
+    /// (its cost alone exceeds `totalCostLimit`) and the old value was dropped with it.
+    case replaced
+    /// Removed by `removeValue(forKey:)`, `removeValues(forKeys:)` or a `nil` subscript write.
+    case removed
+    /// Removed by `removeAll()`.
+    case removedAll
+    /// Evicted by `handleMemoryPressure()`.
+    case memoryPressure
+
+    /// Whether the cache chose this removal (an eviction), rather than the caller asking for it.
+    ///
+    /// Only evictions ask the eviction veto first.
+    public var isEviction: Bool {
+        switch self {
+        case .evictedForCount, .evictedForCost, .memoryPressure: true
+        case .replaced, .removed, .removedAll: false
+        }
+    }
+}
+
+/// One entry that left a cache: its key, its value and why.
+public struct CacheRemoval<Key, Value> {
+    /// The key of the entry that left.
+    public var key: Key
+    /// The value the entry held when it left.
+    public var value: Value
+    /// Why it left.
+    public var reason: RemovalReason
+
+    /// Creates a removal record.
+    @inlinable
+    public init(key: Key, value: Value, reason: RemovalReason) {
+        self.key = key
+        self.value = value
+        self.reason = reason
+    }
+}
+
+extension CacheRemoval: Sendable where Key: Sendable, Value: Sendable {}
+extension CacheRemoval: Equatable where Key: Equatable, Value: Equatable {}

@@ -1,0 +1,41 @@
+extension _CacheCore {
+    /// Checks that counts, costs, the policy's lists, the free list and the index agree.
+    /// Traps with a message on the first disagreement. O(n).
+    @usableFromInline
+    func _checkInvariants() {
+        var seen = 0
+        var costSum = 0
+        forEachSlotInEvictionOrder { slot in
+            seen += 1
+            precondition(seen <= count, "eviction order visits more slots than count (\(count)): a cycle?")
+            precondition(slot >= 0 && Int(slot) < slotsUsed, "slot \(slot) out of range 0..<\(slotsUsed)")
+            precondition(self.slot(of: keys[Int(slot)]) == slot, "index does not map slot \(slot)'s key to it")
+            costSum += cost(at: slot)
+            return true
+        }
+        precondition(seen == count, "eviction order holds \(seen) slots, count is \(count)")
+        precondition(costSum == totalCost, "costs add up to \(costSum), totalCost is \(totalCost)")
+        var free = 0
+        var slot = freeHead
+        while slot != -1 {
+            free += 1
+            precondition(free <= slotsUsed, "free list longer than the slots in use: a cycle?")
+            slot = links.next[Int(slot)]
+        }
+        precondition(free + count == slotsUsed, "\(free) free + \(count) live != \(slotsUsed) slots used")
+        var occupied = 0
+        for b in 0..<index.bucketCount where index.buckets[b] != 0 { occupied += 1 }
+        precondition(occupied == count, "index holds \(occupied) slots, count is \(count)")
+        precondition(count <= index.maxLoad, "index over its load factor")
+        precondition(slotsUsed <= slotCapacity, "slots used exceed capacity")
+    }
+
+    /// Runs `_checkInvariants()` when the package is built with `CACHEKIT_INTERNAL_CHECKS`.
+    @inlinable
+    @inline(__always)
+    func _debugCheckInvariants() {
+        #if CACHEKIT_INTERNAL_CHECKS
+        _checkInvariants()
+        #endif
+    }
+}

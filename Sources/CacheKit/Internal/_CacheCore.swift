@@ -1,0 +1,375 @@
+/// The engine under every CacheKit cache: slot storage, hash index, eviction policy and limits.
+///
+/// Not thread-safe, and it calls no one: each operation mutates the state and returns what left
+/// (`_Removals`) for the owner to report after unlocking.
+///
+/// Layout. Entries live in slots of contiguous arrays (`keys`, `values`, and `costs` once any
+/// entry has a non-zero cost). `index` maps a key to its slot through 4-byte buckets. Slots are
+/// linked into the policy's lists by `links`; freed slots form a free list through
+/// `links.next` and are reused before the arrays grow. No class instance exists per entry, and
+/// a hit or a steady-state write allocates nothing.
+///
+/// Slot storage grows by doubling, but never past `countLimit` while the cache keeps to it.
+/// A slot in `0..<slotsUsed` holds a live entry exactly when it is not on the free list.
+@usableFromInline
+struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
+    @usableFromInline var keys: UnsafeMutablePointer<Key>
+    @usableFromInline var values: UnsafeMutablePointer<Value>
+    /// Per-slot cost; `nil` until an entry with a non-zero cost arrives.
+    @usableFromInline var costs: UnsafeMutablePointer<Int>?
+    /// Per-slot version, bumped on every insert, replace and removal; kept only while an eviction
+    /// veto is installed, to tell whether a proposed candidate changed while the veto was asked.
+    @usableFromInline var generations: UnsafeMutablePointer<UInt32>?
+    @usableFromInline var links: _SlotLinks
+    @usableFromInline var index: _HashIndex
+    @usableFromInline var policy: Policy
+    @usableFromInline var slotCapacity: Int
+    @usableFromInline var slotsUsed: Int
+    @usableFromInline var freeHead: Int32
+    @usableFromInline var count: Int
+    @usableFromInline var totalCost: Int
+    @usableFromInline var countLimit: Int
+    @usableFromInline var totalCostLimit: Int
+
+    @inlinable
+    init(countLimit: Int, totalCostLimit: Int, policy makePolicy: (_ slotCapacity: Int) -> Policy) {
+        precondition(countLimit >= 0, "countLimit must not be negative (got \(countLimit))")
+        precondition(totalCostLimit >= 0, "totalCostLimit must not be negative (got \(totalCostLimit))")
+        self.keys = .allocate(capacity: 0)
+        self.values = .allocate(capacity: 0)
+        self.costs = nil
+        self.generations = nil
+        self.links = _SlotLinks(capacity: 0)
+        self.index = _HashIndex(bucketCount: 8)
+        self.policy = makePolicy(0)
+        self.slotCapacity = 0
+        self.slotsUsed = 0
+        self.freeHead = -1
+        self.count = 0
+        self.totalCost = 0
+        self.countLimit = countLimit
+        self.totalCostLimit = totalCostLimit
+    }
+
+    deinit {
+        destroyEntries()
+        keys.deallocate()
+        values.deallocate()
+        costs?.deallocate()
+        generations?.deallocate()
+        links.deallocate()
+        index.deallocate()
+        policy.deallocate()
+    }
+
+    /// Deinitializes every live key and value.
+    @inlinable
+    func destroyEntries() {
+        guard !(_isPOD(Key.self) && _isPOD(Value.self)) else { return }
+        for b in 0..<index.bucketCount {
+            let entry = index.buckets[b]
+            if entry != 0 {
+                let s = Int(entry &- 1)
+                (keys + s).deinitialize(count: 1)
+                (values + s).deinitialize(count: 1)
+            }
+        }
+    }
+
+    // MARK: Limits
+
+    @inlinable
+    var limits: _TrimTarget { .limits(countLimit: countLimit, totalCostLimit: totalCostLimit) }
+
+    /// Whether the cache holds more than its limits allow (possible only after a veto).
+    @inlinable
+    var isOverLimit: Bool { limits.reasonToEvict(count: count, cost: totalCost) != nil }
+
+    @inlinable
+    func cost(at slot: Int32) -> Int { costs?[Int(slot)] ?? 0 }
+
+    // MARK: Reading
+
+    /// The slot of `key`, or -1.
+    @inlinable
+    func slot(of key: Key) -> Int32 {
+        index.find(key, hash: key.hashValue, keys: keys).slot
+    }
+
+    /// The value for `key`, recording the use with the policy.
+    @inlinable
+    mutating func value(forKey key: Key) -> Value? {
+        let slot = self.slot(of: key)
+        guard slot >= 0 else { return nil }
+        policy.didAccess(slot, links: links)
+        return values[Int(slot)]
+    }
+
+    /// The value for `key`, without telling the policy.
+    @inlinable
+    func peekValue(forKey key: Key) -> Value? {
+        let slot = self.slot(of: key)
+        return slot >= 0 ? values[Int(slot)] : nil
+    }
+
+    /// Calls `body` with each live slot in eviction order (next victim first) until it returns
+    /// `false`.
+    @inlinable
+    func forEachSlotInEvictionOrder(_ body: (Int32) throws -> Bool) rethrows {
+        var slot = policy.firstVictim(links: links)
+        while slot != -1 {
+            let next = policy.victim(after: slot, links: links)
+            guard try body(slot) else { return }
+            slot = next
+        }
+    }
+
+    // MARK: Writing
+
+    /// Stores `value` for `key`.
+    ///
+    /// With `evictInline`, the limits are enforced before returning: for a new key the cache
+    /// first makes room (so a new entry is never its own victim), then evicts for cost, never
+    /// the entry just written. Without it (an eviction veto is installed) the owner trims
+    /// through `candidates`/`evict` instead.
+    @inlinable
+    mutating func setValue(
+        _ value: Value,
+        forKey key: Key,
+        cost: Int,
+        evictInline: Bool,
+        removals: inout _Removals<Key, Value>
+    ) -> WriteResult.Outcome {
+        precondition(cost >= 0, "cost must not be negative (got \(cost))")
+        let hash = key.hashValue
+        let found = index.find(key, hash: hash, keys: keys)
+        if totalCostLimit > 0 && cost > totalCostLimit {
+            if found.slot >= 0 { removals.append(removeSlot(found.slot, reason: .replaced)) }
+            return .rejected(.costExceedsLimit)
+        }
+        if found.slot >= 0 {
+            let s = Int(found.slot)
+            let old = (values + s).move()
+            (values + s).initialize(to: value)
+            setCost(cost, at: s)
+            bumpGeneration(s)
+            policy.didUpdate(found.slot, links: links)
+            removals.append(CacheRemoval(key: keys[s], value: old, reason: .replaced))
+            if evictInline { trim(to: limits, protecting: found.slot, removals: &removals) }
+            return .replaced
+        }
+        var bucket = found.bucket
+        if evictInline && countLimit > 0 && count >= countLimit {
+            var roomForOne = limits
+            roomForOne.maxCount = countLimit - 1
+            roomForOne.maxCost = .max
+            trim(to: roomForOne, protecting: -1, removals: &removals)
+            bucket = -1
+        }
+        if count >= index.maxLoad {
+            growIndex()
+            bucket = -1
+        }
+        if bucket < 0 { bucket = index.emptyBucket(hash: hash) }
+        let slot = takeFreeSlot()
+        let s = Int(slot)
+        (keys + s).initialize(to: key)
+        (values + s).initialize(to: value)
+        if let costs { costs[s] = 0 }
+        setCost(cost, at: s)
+        bumpGeneration(s)
+        index.insert(slot: slot, at: bucket)
+        count += 1
+        policy.didInsert(slot, links: links)
+        if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit {
+            trim(to: limits, protecting: slot, removals: &removals)
+        }
+        return .inserted
+    }
+
+    /// Removes the entry for `key`, if any.
+    @inlinable
+    mutating func removeValue(forKey key: Key, reason: RemovalReason) -> CacheRemoval<Key, Value>? {
+        let slot = self.slot(of: key)
+        return slot >= 0 ? removeSlot(slot, reason: reason) : nil
+    }
+
+    /// Evicts in eviction order until `target` is met, skipping the slot `protecting`.
+    /// Asks no one: for caches without an eviction veto.
+    @inlinable
+    mutating func trim(to target: _TrimTarget, protecting: Int32, removals: inout _Removals<Key, Value>) {
+        var slot = policy.firstVictim(links: links)
+        while slot != -1, let reason = target.reasonToEvict(count: count, cost: totalCost) {
+            let next = policy.victim(after: slot, links: links)
+            if slot != protecting { removals.append(removeSlot(slot, reason: reason)) }
+            slot = next
+        }
+    }
+
+    /// The entries that would have to go, in eviction order, to meet `target`: copies for the
+    /// eviction veto to judge outside the lock. Skips `protecting` and every version in `vetoed`.
+    ///
+    /// Requires generations (`trackGenerations()`).
+    @inlinable
+    func candidates(
+        for target: _TrimTarget,
+        protecting: Int32,
+        skipping vetoed: Set<UInt64>
+    ) -> [_Candidate<Key, Value>] {
+        guard let generations else { preconditionFailure("candidates(for:) needs trackGenerations()") }
+        var result: [_Candidate<Key, Value>] = []
+        var remainingCount = count
+        var remainingCost = totalCost
+        forEachSlotInEvictionOrder { slot in
+            guard let reason = target.reasonToEvict(count: remainingCount, cost: remainingCost) else {
+                return false
+            }
+            let s = Int(slot)
+            let candidate = _Candidate(
+                slot: slot,
+                generation: generations[s],
+                key: keys[s],
+                value: values[s],
+                reason: reason
+            )
+            if slot != protecting && !vetoed.contains(candidate.identity) {
+                result.append(candidate)
+                remainingCount -= 1
+                remainingCost -= cost(at: slot)
+            }
+            return true
+        }
+        return result
+    }
+
+    /// Evicts the approved candidates that are unchanged since they were proposed, while the cache
+    /// is still above `target`.
+    @inlinable
+    mutating func evict(
+        _ approved: [_Candidate<Key, Value>],
+        target: _TrimTarget,
+        removals: inout _Removals<Key, Value>
+    ) {
+        guard let generations else { preconditionFailure("evict(_:) needs trackGenerations()") }
+        for candidate in approved {
+            guard let reason = target.reasonToEvict(count: count, cost: totalCost) else { return }
+            let s = Int(candidate.slot)
+            guard s < slotsUsed, generations[s] == candidate.generation else { continue }
+            removals.append(removeSlot(candidate.slot, reason: reason))
+        }
+    }
+
+    /// Starts keeping per-slot generations (needed by `candidates` and `evict`).
+    @inlinable
+    mutating func trackGenerations() {
+        guard generations == nil else { return }
+        let g = UnsafeMutablePointer<UInt32>.allocate(capacity: slotCapacity)
+        g.initialize(repeating: 0, count: slotCapacity)
+        generations = g
+    }
+
+    /// Takes every entry out at once: the old state is returned whole, to be reported and freed by
+    /// the caller after unlocking, so emptying a large cache costs O(1) inside a lock.
+    @inlinable
+    mutating func takeAll(policy makePolicy: (_ slotCapacity: Int) -> Policy) -> _CacheCore {
+        var fresh = _CacheCore(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: makePolicy)
+        if generations != nil { fresh.trackGenerations() }
+        swap(&self, &fresh)
+        return fresh
+    }
+
+    // MARK: Slots
+
+    @inlinable
+    mutating func removeSlot(_ slot: Int32, reason: RemovalReason) -> CacheRemoval<Key, Value> {
+        let s = Int(slot)
+        index.remove(at: index.bucket(ofSlot: slot, hash: keys[s].hashValue), keys: keys)
+        policy.didRemove(slot, links: links)
+        if let costs { totalCost -= costs[s] }
+        bumpGeneration(s)
+        count -= 1
+        links.next[s] = freeHead
+        freeHead = slot
+        return CacheRemoval(key: (keys + s).move(), value: (values + s).move(), reason: reason)
+    }
+
+    @inlinable
+    func bumpGeneration(_ s: Int) {
+        if let generations { generations[s] &+= 1 }
+    }
+
+    @inlinable
+    mutating func setCost(_ cost: Int, at s: Int) {
+        if costs == nil {
+            guard cost != 0 else { return }
+            let c = UnsafeMutablePointer<Int>.allocate(capacity: slotCapacity)
+            c.initialize(repeating: 0, count: slotCapacity)
+            costs = c
+        }
+        totalCost += cost - costs.unsafelyUnwrapped[s]
+        costs.unsafelyUnwrapped[s] = cost
+    }
+
+    @inlinable
+    mutating func takeFreeSlot() -> Int32 {
+        if freeHead != -1 {
+            let slot = freeHead
+            freeHead = links.next[Int(slot)]
+            return slot
+        }
+        if slotsUsed == slotCapacity { growSlots() }
+        slotsUsed += 1
+        return Int32(slotsUsed - 1)
+    }
+
+    /// Doubles slot storage (capped at `countLimit` while below it). Called only when every slot
+    /// in use holds an entry, so moving `0..<slotsUsed` moves only initialized memory.
+    @usableFromInline
+    mutating func growSlots() {
+        var newCapacity = Swift.max(8, slotCapacity * 2)
+        if countLimit > 0 && slotCapacity < countLimit { newCapacity = Swift.min(newCapacity, countLimit) }
+        precondition(newCapacity <= Int(Int32.max), "CacheKit holds at most \(Int32.max) entries")
+        let newKeys = UnsafeMutablePointer<Key>.allocate(capacity: newCapacity)
+        newKeys.moveInitialize(from: keys, count: slotsUsed)
+        keys.deallocate()
+        keys = newKeys
+        let newValues = UnsafeMutablePointer<Value>.allocate(capacity: newCapacity)
+        newValues.moveInitialize(from: values, count: slotsUsed)
+        values.deallocate()
+        values = newValues
+        costs = Self.resized(costs, used: slotsUsed, to: newCapacity)
+        generations = Self.resized(generations, used: slotsUsed, to: newCapacity)
+        links.resize(used: slotsUsed, to: newCapacity)
+        policy.reserve(slotCapacity: newCapacity, used: slotsUsed)
+        slotCapacity = newCapacity
+    }
+
+    @inlinable
+    static func resized<T: FixedWidthInteger>(
+        _ old: UnsafeMutablePointer<T>?,
+        used: Int,
+        to newCapacity: Int
+    ) -> UnsafeMutablePointer<T>? {
+        guard let old else { return nil }
+        let new = UnsafeMutablePointer<T>.allocate(capacity: newCapacity)
+        new.initialize(repeating: 0, count: newCapacity)
+        new.update(from: old, count: used)
+        old.deallocate()
+        return new
+    }
+
+    /// Doubles the index and re-inserts every slot.
+    @usableFromInline
+    mutating func growIndex() {
+        let old = index
+        index = _HashIndex(bucketCount: old.bucketCount * 2)
+        for b in 0..<old.bucketCount {
+            let entry = old.buckets[b]
+            if entry != 0 {
+                let slot = Int32(truncatingIfNeeded: entry &- 1)
+                index.insert(slot: slot, at: index.emptyBucket(hash: keys[Int(slot)].hashValue))
+            }
+        }
+        old.deallocate()
+    }
+}

@@ -1,0 +1,29 @@
+/// An eviction policy: decides the order in which slots leave, seeing only slot numbers.
+///
+/// A policy never sees a key or a value. The engine tells it what happened to a slot and asks it
+/// for victims; the per-slot `prev`/`next` links are shared with the engine (a slot is in one
+/// list at a time) and passed in. A policy that owns memory frees it in `deallocate()`, which the
+/// engine calls exactly once.
+///
+/// Every operation must be O(1) (amortized) and allocate nothing, except `reserve`.
+@usableFromInline
+protocol _EvictionPolicy {
+    /// Makes room for per-slot metadata of `slotCapacity` slots (the first `used` are in use).
+    mutating func reserve(slotCapacity: Int, used: Int)
+    /// A new entry was stored in `slot`.
+    mutating func didInsert(_ slot: Int32, links: _SlotLinks)
+    /// The entry in `slot` was read.
+    mutating func didAccess(_ slot: Int32, links: _SlotLinks)
+    /// The entry in `slot` got a new value for the same key.
+    mutating func didUpdate(_ slot: Int32, links: _SlotLinks)
+    /// The entry in `slot` left the cache, for any reason.
+    mutating func didRemove(_ slot: Int32, links: _SlotLinks)
+    /// Every entry left; forget all state.
+    mutating func removeAll()
+    /// The slot to evict first, or `-1` when empty.
+    func firstVictim(links: _SlotLinks) -> Int32
+    /// The slot to evict after `slot` (if `slot` stays), or `-1`.
+    func victim(after slot: Int32, links: _SlotLinks) -> Int32
+    /// Frees memory the policy owns.
+    func deallocate()
+}

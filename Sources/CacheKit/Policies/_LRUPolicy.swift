@@ -1,0 +1,35 @@
+/// Least recently used: a read or a write moves the entry to the tail; victims leave from the head.
+@usableFromInline
+struct _LRUPolicy: _EvictionPolicy {
+    @usableFromInline var list = _ListHead()
+
+    @inlinable
+    init() {}
+
+    @inlinable
+    mutating func reserve(slotCapacity: Int, used: Int) {}
+
+    @inlinable
+    mutating func didInsert(_ slot: Int32, links: _SlotLinks) { links.pushBack(slot, &list) }
+
+    @inlinable
+    mutating func didAccess(_ slot: Int32, links: _SlotLinks) { links.moveToBack(slot, &list) }
+
+    @inlinable
+    mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { links.moveToBack(slot, &list) }
+
+    @inlinable
+    mutating func didRemove(_ slot: Int32, links: _SlotLinks) { links.unlink(slot, &list) }
+
+    @inlinable
+    mutating func removeAll() { list = _ListHead() }
+
+    @inlinable
+    func firstVictim(links: _SlotLinks) -> Int32 { list.head }
+
+    @inlinable
+    func victim(after slot: Int32, links: _SlotLinks) -> Int32 { links.next[Int(slot)] }
+
+    @inlinable
+    func deallocate() {}
+}
