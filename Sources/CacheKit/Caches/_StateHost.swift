@@ -75,7 +75,9 @@ extension _StateHost {
         Self._report(removals, to: handler)
     }
 
-    @inlinable
+    // Not inlinable: it destroys a `_CacheCore`, whose deinit is not inlinable (and inlining it
+    // into client code crashes the 6.3 optimizer).
+    @usableFromInline
     func _removeAll(reason: RemovalReason) {
         var handler: ((CacheRemoval<Key, Value>) -> Void)?
         let old = _withState { state in

@@ -3,8 +3,8 @@
 /// Not thread-safe, and it calls no one: each operation mutates the state and returns what left
 /// (`_Removals`) for the owner to report after unlocking.
 ///
-/// Layout. Entries live in slots of contiguous arrays (`keys`, `values`, and `costs` once any
-/// entry has a non-zero cost). `index` maps a key to its slot through 4-byte buckets. Slots are
+/// Layout. Entries live in slots of contiguous arrays (`keys`, `values`, `hashes`, and `costs`
+/// once any entry has a non-zero cost). `index` maps a key to its slot through 4-byte buckets. Slots are
 /// linked into the policy's lists by `links`; freed slots form a free list through
 /// `links.next` and are reused before the arrays grow. No class instance exists per entry, and
 /// a hit or a steady-state write allocates nothing.
@@ -15,6 +15,8 @@
 struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
     @usableFromInline var keys: UnsafeMutablePointer<Key>
     @usableFromInline var values: UnsafeMutablePointer<Value>
+    /// Per-slot key hash, truncated to 32 bits (the index never needs more).
+    @usableFromInline var hashes: UnsafeMutablePointer<UInt32>
     /// Per-slot cost; `nil` until an entry with a non-zero cost arrives.
     @usableFromInline var costs: UnsafeMutablePointer<Int>?
     /// Per-slot version, bumped on every insert, replace and removal; kept only while an eviction
@@ -37,6 +39,7 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
         precondition(totalCostLimit >= 0, "totalCostLimit must not be negative (got \(totalCostLimit))")
         self.keys = .allocate(capacity: 0)
         self.values = .allocate(capacity: 0)
+        self.hashes = .allocate(capacity: 0)
         self.costs = nil
         self.generations = nil
         self.links = _SlotLinks(capacity: 0)
@@ -51,10 +54,12 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
         self.totalCostLimit = totalCostLimit
     }
 
+    @inlinable
     deinit {
         destroyEntries()
         keys.deallocate()
         values.deallocate()
+        hashes.deallocate()
         costs?.deallocate()
         generations?.deallocate()
         links.deallocate()
@@ -155,7 +160,9 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
             bumpGeneration(s)
             policy.didUpdate(found.slot, links: links)
             removals.append(CacheRemoval(key: keys[s], value: old, reason: .replaced))
-            if evictInline { trim(to: limits, protecting: found.slot, removals: &removals) }
+            if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit {
+                trim(to: limits, protecting: found.slot, removals: &removals)
+            }
             return .replaced
         }
         var bucket = found.bucket
@@ -175,6 +182,7 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
         let s = Int(slot)
         (keys + s).initialize(to: key)
         (values + s).initialize(to: value)
+        hashes[s] = UInt32(truncatingIfNeeded: hash)
         if let costs { costs[s] = 0 }
         setCost(cost, at: s)
         bumpGeneration(s)
@@ -283,7 +291,7 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
     @inlinable
     mutating func removeSlot(_ slot: Int32, reason: RemovalReason) -> CacheRemoval<Key, Value> {
         let s = Int(slot)
-        index.remove(at: index.bucket(ofSlot: slot, hash: keys[s].hashValue), keys: keys)
+        index.remove(at: index.bucket(ofSlot: slot, hash: Int(hashes[s])), hashes: hashes)
         policy.didRemove(slot, links: links)
         if let costs { totalCost -= costs[s] }
         bumpGeneration(s)
@@ -299,6 +307,7 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
     }
 
     @inlinable
+    @inline(__always)
     mutating func setCost(_ cost: Int, at s: Int) {
         if costs == nil {
             guard cost != 0 else { return }
@@ -337,6 +346,7 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
         newValues.moveInitialize(from: values, count: slotsUsed)
         values.deallocate()
         values = newValues
+        hashes = Self.resized(hashes, used: slotsUsed, to: newCapacity).unsafelyUnwrapped
         costs = Self.resized(costs, used: slotsUsed, to: newCapacity)
         generations = Self.resized(generations, used: slotsUsed, to: newCapacity)
         links.resize(used: slotsUsed, to: newCapacity)
@@ -367,7 +377,7 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
             let entry = old.buckets[b]
             if entry != 0 {
                 let slot = Int32(truncatingIfNeeded: entry &- 1)
-                index.insert(slot: slot, at: index.emptyBucket(hash: keys[Int(slot)].hashValue))
+                index.insert(slot: slot, at: index.emptyBucket(hash: Int(hashes[Int(slot)])))
             }
         }
         old.deallocate()

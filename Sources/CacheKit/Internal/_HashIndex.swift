@@ -76,15 +76,16 @@ struct _HashIndex {
     }
 
     /// Empties `bucket`, shifting later members of its probe run back so lookups stay correct.
+    /// `hashes` holds the (truncated) hash of each slot's key, so no key is hashed again.
     @inlinable
-    func remove<Key: Hashable>(at bucket: Int, keys: UnsafeMutablePointer<Key>) {
+    func remove(at bucket: Int, hashes: UnsafeMutablePointer<UInt32>) {
         var hole = bucket
         var j = bucket
         while true {
             j = (j &+ 1) & mask
             let entry = buckets[j]
             if entry == 0 { break }
-            let ideal = keys[Int(entry &- 1)].hashValue & mask
+            let ideal = Int(hashes[Int(entry &- 1)]) & mask
             // Move the entry back into the hole unless its ideal bucket lies cyclically in (hole, j].
             let stays = hole <= j ? (hole < ideal && ideal <= j) : (hole < ideal || ideal <= j)
             if !stays {

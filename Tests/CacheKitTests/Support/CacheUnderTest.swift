@@ -1,0 +1,110 @@
+import CacheKit
+
+/// Both caches behind one interface, so every behaviour test runs against each.
+protocol CacheUnderTest<Key, Value>: AnyObject {
+    associatedtype Key: Hashable
+    associatedtype Value
+    subscript(key: Key) -> Value? { get set }
+    func value(forKey key: Key) -> Value?
+    func peekValue(forKey key: Key) -> Value?
+    func contains(_ key: Key) -> Bool
+    @discardableResult func setValue(_ value: Value, forKey key: Key, cost: Int) -> WriteResult
+    @discardableResult func removeValue(forKey key: Key) -> Value?
+    func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key
+    func removeAll()
+    var count: Int { get }
+    var totalCost: Int { get }
+    var countLimit: Int { get set }
+    var totalCostLimit: Int { get set }
+    var isOverLimit: Bool { get }
+    var keys: [Key] { get }
+    var entries: [(key: Key, value: Value)] { get }
+    var memoryPressureAction: MemoryPressureAction { get set }
+    func handleMemoryPressure()
+    func _checkInvariants()
+    /// Installs a removal handler (as `@Sendable`, which both caches accept).
+    func onRemoval(_ handler: @escaping @Sendable (CacheRemoval<Key, Value>) -> Void)
+    /// Installs (or with `nil` removes) an eviction veto.
+    func veto(_ veto: (@Sendable (Key, Value, RemovalReason) -> Bool)?)
+}
+
+extension Cache: CacheUnderTest {
+    func onRemoval(_ handler: @escaping @Sendable (CacheRemoval<Key, Value>) -> Void) { removalHandler = handler }
+    func veto(_ veto: (@Sendable (Key, Value, RemovalReason) -> Bool)?) { evictionVeto = veto }
+}
+
+extension SerialCache: CacheUnderTest {
+    func onRemoval(_ handler: @escaping @Sendable (CacheRemoval<Key, Value>) -> Void) { removalHandler = handler }
+    func veto(_ veto: (@Sendable (Key, Value, RemovalReason) -> Bool)?) { evictionVeto = veto }
+}
+
+/// Which cache type a parameterized test builds.
+enum CacheKind: String, CaseIterable, CustomStringConvertible, Sendable {
+    case cache = "Cache"
+    case serial = "SerialCache"
+
+    var description: String { rawValue }
+
+    func make<Key: Hashable, Value>(
+        _: Key.Type = Key.self,
+        _: Value.Type = Value.self,
+        countLimit: Int = 0,
+        totalCostLimit: Int = 0,
+        policy: EvictionPolicy = .lru
+    ) -> any CacheUnderTest<Key, Value> {
+        switch self {
+        case .cache: Cache<Key, Value>(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: policy)
+        case .serial: SerialCache<Key, Value>(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: policy)
+        }
+    }
+}
+
+/// Every (cache kind, policy) pair.
+let allConfigurations: [(CacheKind, EvictionPolicy)] = CacheKind.allCases.flatMap { kind in
+    EvictionPolicy.allCases.map { (kind, $0) }
+}
+
+/// Collects what a removal handler hears, safely from any thread.
+final class RemovalLog<Key: Sendable, Value: Sendable>: Sendable {
+    private let storage = Locked<[CacheRemoval<Key, Value>]>([])
+
+    var all: [CacheRemoval<Key, Value>] { storage.value }
+
+    func append(_ removal: CacheRemoval<Key, Value>) { storage.mutate { $0.append(removal) } }
+
+    func take() -> [CacheRemoval<Key, Value>] {
+        storage.mutate { log in
+            defer { log = [] }
+            return log
+        }
+    }
+}
+
+/// A value behind a mutex, for test bookkeeping.
+final class Locked<T: Sendable>: Sendable {
+    private let mutex: Mutex<T>
+
+    init(_ value: T) { mutex = Mutex(value) }
+
+    var value: T { mutex.withLock { $0 } }
+
+    @discardableResult
+    func mutate<R: Sendable>(_ body: (inout T) -> R) -> R { mutex.withLock { body(&$0) } }
+}
+
+/// A PRNG with a fixed seed, so a failing random test replays (SplitMix64).
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+import Synchronization
