@@ -1,6 +1,6 @@
 /// The engine as a cache users hold sees it: the policy-erased core plus the hooks.
 @usableFromInline
-typealias _Core<Key: Hashable, Value> = _CacheCore<Key, Value, _AnyPolicy>
+typealias _Core<Key: Hashable, Value> = _CacheCore<Key, Value>
 
 /// Everything a cache keeps behind its lock (or, for `SerialCache`, behind its single owner).
 @usableFromInline

@@ -22,5 +22,5 @@ public struct MemoryPressureAction: Hashable, Sendable {
 
     /// How many of `count` entries may stay.
     @inlinable
-    func keptCount(of count: Int) -> Int { Int((Double(count) * keptFraction).rounded(.down)) }
+    func keptCount(of count: Int) -> Int { Int(Double(count) * keptFraction) }
 }

@@ -11,8 +11,12 @@
 ///
 /// Slot storage grows by doubling, but never past `countLimit` while the cache keeps to it.
 /// A slot in `0..<slotsUsed` holds a live entry exactly when it is not on the free list.
+///
+/// Every stored property has a fixed layout (pointers, integers, the policy enum): with a stored
+/// property of a generic type, Swift 6.3 silently skipped this struct's `deinit` (leaking every
+/// entry); `EventTests.valuesAreReleased` guards against that.
 @usableFromInline
-struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
+struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var keys: UnsafeMutablePointer<Key>
     @usableFromInline var values: UnsafeMutablePointer<Value>
     /// Per-slot key hash, truncated to 32 bits (the index never needs more).
@@ -24,7 +28,7 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
     @usableFromInline var generations: UnsafeMutablePointer<UInt32>?
     @usableFromInline var links: _SlotLinks
     @usableFromInline var index: _HashIndex
-    @usableFromInline var policy: Policy
+    @usableFromInline var policy: _AnyPolicy
     @usableFromInline var slotCapacity: Int
     @usableFromInline var slotsUsed: Int
     @usableFromInline var freeHead: Int32
@@ -34,7 +38,7 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
     @usableFromInline var totalCostLimit: Int
 
     @inlinable
-    init(countLimit: Int, totalCostLimit: Int, policy makePolicy: (_ slotCapacity: Int) -> Policy) {
+    init(countLimit: Int, totalCostLimit: Int, policy makePolicy: (_ slotCapacity: Int) -> _AnyPolicy) {
         precondition(countLimit >= 0, "countLimit must not be negative (got \(countLimit))")
         precondition(totalCostLimit >= 0, "totalCostLimit must not be negative (got \(totalCostLimit))")
         self.keys = .allocate(capacity: 0)
@@ -279,7 +283,7 @@ struct _CacheCore<Key: Hashable, Value, Policy: _EvictionPolicy>: ~Copyable {
     /// Takes every entry out at once: the old state is returned whole, to be reported and freed by
     /// the caller after unlocking, so emptying a large cache costs O(1) inside a lock.
     @inlinable
-    mutating func takeAll(policy makePolicy: (_ slotCapacity: Int) -> Policy) -> _CacheCore {
+    mutating func takeAll(policy makePolicy: (_ slotCapacity: Int) -> _AnyPolicy) -> _CacheCore {
         var fresh = _CacheCore(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: makePolicy)
         if generations != nil { fresh.trackGenerations() }
         swap(&self, &fresh)

@@ -1,0 +1,114 @@
+import CacheKit
+import Testing
+
+@Suite("Cache behaviour")
+struct CacheBehaviourTests {
+    @Test("basic reads and writes", arguments: allConfigurations)
+    func basics(kind: CacheKind, policy: EvictionPolicy) {
+        let cache = kind.make(String.self, Int.self, policy: policy)
+        #expect(cache.value(forKey: "a") == nil)
+        cache["a"] = 1
+        #expect(cache.setValue(2, forKey: "b", cost: 0).outcome == .inserted)
+        #expect(cache.setValue(3, forKey: "b", cost: 0).outcome == .replaced)
+        #expect(cache["a"] == 1)
+        #expect(cache.value(forKey: "b") == 3)
+        #expect(cache.contains("a") && !cache.contains("z"))
+        #expect(cache.count == 2)
+        #expect(cache.removeValue(forKey: "a") == 1)
+        #expect(cache.removeValue(forKey: "a") == nil)
+        cache["b"] = nil
+        #expect(cache.count == 0)
+        cache._checkInvariants()
+    }
+
+    @Test("the count limit holds when the write returns (YapCache's strict limit)", arguments: allConfigurations)
+    func strictCountLimit(kind: CacheKind, policy: EvictionPolicy) {
+        let cache = kind.make(Int.self, Int.self, countLimit: 4, policy: policy)
+        for i in 1...5 { cache[i] = i }
+        #expect(cache.count == 4)
+        #expect(!cache.contains(1), "the oldest entry leaves under every policy here")
+        #expect(cache.contains(5), "a new entry never evicts itself")
+    }
+
+    @Test("LRU: reads refresh, peek and contains do not")
+    func lruRecency() {
+        for kind in CacheKind.allCases {
+            let cache = kind.make(Int.self, String.self, countLimit: 3)
+            cache[1] = "a"
+            cache[2] = "b"
+            cache[3] = "c"
+            #expect(cache.keys == [1, 2, 3], "least recently used first")
+            _ = cache[1]
+            #expect(cache.keys == [2, 3, 1])
+            _ = cache.peekValue(forKey: 2)
+            _ = cache.contains(2)
+            #expect(cache.keys == [2, 3, 1])
+            cache[4] = "d"
+            #expect(cache.keys == [3, 1, 4])
+            #expect(cache.entries.map(\.value) == ["c", "a", "d"])
+        }
+    }
+
+    @Test("FIFO ignores reads; LFU keeps the popular entry")
+    func fifoAndLFU() {
+        for kind in CacheKind.allCases {
+            let fifo = kind.make(Int.self, Int.self, countLimit: 2, policy: .fifo)
+            fifo[1] = 1
+            fifo[2] = 2
+            _ = fifo[1]
+            fifo[3] = 3
+            #expect(fifo.keys == [2, 3])
+
+            let lfu = kind.make(Int.self, Int.self, countLimit: 2, policy: .lfu)
+            lfu[1] = 1
+            lfu[2] = 2
+            _ = lfu[1]
+            _ = lfu[1]
+            _ = lfu[2]
+            lfu[3] = 3
+            #expect(lfu.keys == [3, 1], "2 (used twice) leaves before 1 (used three times); 3 is new")
+            lfu[4] = 4
+            #expect(lfu.keys == [4, 1], "ties go to the least recently used")
+        }
+    }
+
+    @Test("enumeration can stop early and is a snapshot", arguments: CacheKind.allCases)
+    func enumeration(kind: CacheKind) {
+        let cache = kind.make(Int.self, Int.self)
+        for i in 0..<10 { cache[i] = i * i }
+        var seen: [Int] = []
+        for (key, value) in cache.entries {
+            #expect(value == key * key)
+            cache[key + 100] = 0  // changes made while enumerating do not disturb it
+            seen.append(key)
+            if seen.count == 3 { break }
+        }
+        #expect(seen == [0, 1, 2])
+        #expect(cache.count == 13)
+    }
+
+    @Test("removeValues and removeAll", arguments: allConfigurations)
+    func bulkRemoval(kind: CacheKind, policy: EvictionPolicy) {
+        let cache = kind.make(Int.self, Int.self, policy: policy)
+        for i in 0..<100 { cache.setValue(i, forKey: i, cost: 1) }
+        cache.removeValues(forKeys: [1, 2, 3, 500])
+        #expect(cache.count == 97)
+        #expect(cache.totalCost == 97)
+        cache.removeAll()
+        #expect(cache.count == 0 && cache.totalCost == 0 && cache.keys.isEmpty)
+        cache[7] = 7
+        #expect(cache[7] == 7, "the cache works after removeAll")
+        cache._checkInvariants()
+    }
+
+    @Test("freed slots are reused: a full cache stops growing", arguments: allConfigurations)
+    func slotReuse(kind: CacheKind, policy: EvictionPolicy) {
+        let cache = kind.make(Int.self, Int.self, countLimit: 64, policy: policy)
+        for i in 0..<10_000 {
+            cache[i] = i
+            if i % 3 == 0 { cache[i - 1] = nil }
+        }
+        #expect(cache.count <= 64)
+        cache._checkInvariants()
+    }
+}

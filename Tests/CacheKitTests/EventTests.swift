@@ -1,0 +1,161 @@
+import CacheKit
+import Testing
+
+@Suite("Removal events, veto and memory pressure")
+struct EventTests {
+    @Test("the handler hears every removal with its reason", arguments: CacheKind.allCases)
+    func reasons(kind: CacheKind) {
+        let cache = kind.make(Int.self, String.self, countLimit: 2, totalCostLimit: 10)
+        let log = RemovalLog<Int, String>()
+        cache.onRemoval { log.append($0) }
+        cache[1] = nil
+        cache.setValue("a", forKey: 1, cost: 1)
+        cache.setValue("b", forKey: 2, cost: 1)
+        cache.setValue("c", forKey: 3, cost: 1)
+        cache.setValue("c2", forKey: 3, cost: 10)
+        cache.removeValue(forKey: 3)
+        cache.setValue("d", forKey: 4, cost: 0)
+        cache.setValue("e", forKey: 5, cost: 0)
+        cache.memoryPressureAction = .removeAll
+        cache.handleMemoryPressure()
+        cache.setValue("f", forKey: 6, cost: 0)
+        cache.removeAll()
+        #expect(
+            log.all == [
+                CacheRemoval(key: 1, value: "a", reason: .evictedForCount),
+                CacheRemoval(key: 3, value: "c", reason: .replaced),
+                CacheRemoval(key: 2, value: "b", reason: .evictedForCost),
+                CacheRemoval(key: 3, value: "c2", reason: .removed),
+                CacheRemoval(key: 4, value: "d", reason: .memoryPressure),
+                CacheRemoval(key: 5, value: "e", reason: .memoryPressure),
+                CacheRemoval(key: 6, value: "f", reason: .removedAll),
+            ]
+        )
+    }
+
+    @Test("evicted, replaced and removed values are released", arguments: allConfigurations)
+    func valuesAreReleased(kind: CacheKind, policy: EvictionPolicy) {
+        let tracker = LifetimeTracker()
+        do {
+            let cache = kind.make(Int.self, Tracked.self, countLimit: 10, policy: policy)
+            for i in 0..<100 { cache[i % 30] = tracker.instance(i) }
+            #expect(tracker.liveCount == 10)
+            cache.removeValue(forKey: cache.keys[0])
+            #expect(tracker.liveCount == 9)
+            cache.countLimit = 3
+            #expect(tracker.liveCount == 3)
+            cache.handleMemoryPressure()
+            #expect(tracker.liveCount == 0)
+            for i in 0..<5 { cache[i] = tracker.instance(i) }
+            cache.removeAll()
+            #expect(tracker.liveCount == 0)
+            for i in 0..<5 { cache[i] = tracker.instance(i) }
+        }
+        #expect(tracker.liveCount == 0, "a cache releases its values when it goes away")
+    }
+
+    @Test("a vetoed entry stays and the next candidate goes", arguments: allConfigurations)
+    func veto(kind: CacheKind, policy: EvictionPolicy) {
+        let cache = kind.make(Int.self, Int.self, countLimit: 3, policy: policy)
+        let asked = Locked<[Int]>([])
+        cache.veto { key, _, reason in
+            #expect(reason == .evictedForCount)
+            asked.mutate { $0.append(key) }
+            return key != 1
+        }
+        for i in 1...4 { cache[i] = i }
+        #expect(asked.value == [1, 2])
+        #expect(cache.keys.sorted() == [1, 3, 4])
+        #expect(!cache.isOverLimit)
+        cache._checkInvariants()
+    }
+
+    @Test("when every candidate vetoes, the cache stays over its limit and says so", arguments: CacheKind.allCases)
+    func allVetoed(kind: CacheKind) {
+        let cache = kind.make(Int.self, Int.self, countLimit: 2)
+        let keep = Locked(true)
+        cache.veto { _, _, _ in !keep.value }
+        cache[1] = 1
+        cache[2] = 2
+        let result = cache.setValue(3, forKey: 3, cost: 0)
+        #expect(result.isStored && result.isOverLimit)
+        #expect(cache.isOverLimit && cache.count == 3)
+        keep.mutate { $0 = false }
+        cache[4] = 4
+        #expect(!cache.isOverLimit)
+        #expect(cache.keys == [3, 4])
+        cache.veto(nil)
+        cache.countLimit = 1
+        #expect(cache.keys == [4])
+        cache._checkInvariants()
+    }
+
+    @Test("the veto also guards cost and memory-pressure evictions, not explicit removals", arguments: CacheKind.allCases)
+    func vetoScope(kind: CacheKind) {
+        let cache = kind.make(Int.self, Int.self, totalCostLimit: 10)
+        let reasons = Locked<[RemovalReason]>([])
+        cache.veto { key, _, reason in
+            reasons.mutate { $0.append(reason) }
+            return key != 0
+        }
+        for i in 0..<6 { cache.setValue(i, forKey: i, cost: 2) }
+        #expect(cache.keys == [0, 2, 3, 4, 5])
+        cache.memoryPressureAction = .trim(toFraction: 0.4)
+        cache.handleMemoryPressure()
+        #expect(cache.keys == [0, 5])
+        cache.removeValue(forKey: 0)
+        cache.removeAll()
+        #expect(reasons.value == [.evictedForCost, .evictedForCost] + Array(repeating: .memoryPressure, count: 4))
+    }
+
+    @Test("hooks may call back into the same cache", arguments: CacheKind.allCases)
+    func reentrantHooks(kind: CacheKind) {
+        let cache = kind.make(Int.self, Int.self, countLimit: 3)
+        let box = UncheckedBox(cache)
+        let seen = Locked<[Int]>([])
+        cache.onRemoval { removal in
+            // Reads, counts and writes from inside the handler: a deadlock or corruption here fails.
+            seen.mutate { $0.append(box.cache.count) }
+            if removal.key < 100 { box.cache[removal.key + 100] = removal.value }
+        }
+        cache.veto { key, _, _ in box.cache.peekValue(forKey: key) != nil }
+        for i in 0..<6 { cache[i] = i }
+        #expect(cache.count == 3)
+        #expect(!seen.value.isEmpty)
+        cache._checkInvariants()
+    }
+
+    @Test("an entry that changes while the veto is asked is not evicted on that answer")
+    func staleCandidate() {
+        let cache = Cache<Int, Int>(countLimit: 2)
+        let rewrite = Locked(true)
+        cache.evictionVeto = { [unowned cache] key, _, _ in
+            if key == 1 && rewrite.mutate({ flag in defer { flag = false }; return flag }) {
+                cache[1] = 100  // rewrites the candidate: the answer was about the old value
+            }
+            return true
+        }
+        cache[1] = 1
+        cache[2] = 2
+        cache[3] = 3
+        #expect(cache.count == 2)
+        #expect(cache[1] == 100, "the rewritten entry survived; the next candidate went instead")
+        cache._checkInvariants()
+    }
+
+    @Test("memory pressure trims to a fraction in eviction order", arguments: allConfigurations)
+    func memoryPressureTrim(kind: CacheKind, policy: EvictionPolicy) {
+        let cache = kind.make(Int.self, Int.self, policy: policy)
+        for i in 0..<10 { cache[i] = i }
+        let order = cache.keys
+        cache.memoryPressureAction = .trim(toFraction: 0.3)
+        cache.handleMemoryPressure()
+        #expect(cache.keys == Array(order.suffix(3)))
+    }
+}
+
+/// Lets a hook capture the cache it is installed on (tests only: these run on one thread).
+final class UncheckedBox<Key: Hashable, Value>: @unchecked Sendable {
+    let cache: any CacheUnderTest<Key, Value>
+    init(_ cache: any CacheUnderTest<Key, Value>) { self.cache = cache }
+}
