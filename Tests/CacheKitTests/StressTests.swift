@@ -1,0 +1,79 @@
+import CacheKit
+import Dispatch
+import Synchronization
+import Testing
+
+/// Several threads hammering one `Cache` with every kind of operation. Run in CI under
+/// `swift test --sanitize=thread`; the end state is checked against what the handler reported.
+@Suite("Stress")
+struct StressTests {
+    @Test("mixed operations from many threads keep the cache consistent", arguments: EvictionPolicy.allCases)
+    func hammer(policy: EvictionPolicy) {
+        let cache = Cache<Int, Int>(countLimit: 200, totalCostLimit: 2_000, policy: policy)
+        let inserted = Atomic<Int>(0)
+        let left = Atomic<Int>(0)  // removals of a key (every reason but `.replaced`)
+        cache.removalHandler = { removal in
+            if removal.reason != .replaced { left.add(1, ordering: .relaxed) }
+            #expect(removal.value >= 0)
+        }
+        let threads = 4
+        let operations = 20_000
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            var rng = SeededGenerator(seed: UInt64(thread) + 1)
+            for i in 0..<operations {
+                let key = Int.random(in: 0..<500, using: &rng)
+                switch Int.random(in: 0..<100, using: &rng) {
+                case 0..<45:
+                    _ = cache[key]
+                case 45..<85:
+                    let result = cache.setValue(i, forKey: key, cost: Int.random(in: 0...20, using: &rng))
+                    if result.outcome == .inserted { inserted.add(1, ordering: .relaxed) }
+                case 85..<93:
+                    _ = cache.removeValue(forKey: key)
+                case 93..<96:
+                    cache.removeValues(forKeys: [key, key + 1, key + 2])
+                case 96..<98:
+                    _ = cache.entries.count
+                    _ = cache.peekValue(forKey: key)
+                case 98:
+                    cache.countLimit = Int.random(in: 50...300, using: &rng)
+                default:
+                    cache.handleMemoryPressure()
+                }
+            }
+        }
+        cache._checkInvariants()
+        #expect(cache.count <= cache.countLimit)
+        #expect(cache.totalCost <= 2_000)
+        #expect(cache.count == inserted.load(ordering: .relaxed) - left.load(ordering: .relaxed))
+    }
+
+    @Test("the veto path under contention never loses or double-counts an entry")
+    func hammerWithVeto() {
+        let cache = Cache<Int, Int>(countLimit: 100)
+        let inserted = Atomic<Int>(0)
+        let left = Atomic<Int>(0)
+        cache.removalHandler = { removal in
+            if removal.reason != .replaced { left.add(1, ordering: .relaxed) }
+        }
+        cache.evictionVeto = { key, _, _ in key % 7 != 0 }  // multiples of 7 stay
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            var rng = SeededGenerator(seed: UInt64(thread) + 100)
+            for i in 0..<10_000 {
+                let key = Int.random(in: 0..<400, using: &rng)
+                if Int.random(in: 0..<10, using: &rng) < 7 {
+                    if cache.setValue(i, forKey: key).outcome == .inserted { inserted.add(1, ordering: .relaxed) }
+                } else {
+                    _ = cache[key]
+                }
+            }
+        }
+        cache._checkInvariants()
+        #expect(cache.count == inserted.load(ordering: .relaxed) - left.load(ordering: .relaxed))
+        let protected = (0..<400).filter { $0 % 7 == 0 }.count
+        #expect(cache.count <= max(100, protected))
+        for key in cache.keys where key % 7 != 0 && cache.count > 100 {
+            Issue.record("key \(key) survives while the cache is over its limit")
+        }
+    }
+}
