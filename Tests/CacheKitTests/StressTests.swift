@@ -59,7 +59,7 @@ struct StressTests {
         cache.evictionVeto = { key, _, _ in key % 7 != 0 }  // multiples of 7 stay
         DispatchQueue.concurrentPerform(iterations: 4) { thread in
             var rng = SeededGenerator(seed: UInt64(thread) + 100)
-            for i in 0..<10_000 {
+            for i in 0..<2_500 {
                 let key = Int.random(in: 0..<400, using: &rng)
                 if Int.random(in: 0..<10, using: &rng) < 7 {
                     if cache.setValue(i, forKey: key).outcome == .inserted { inserted.add(1, ordering: .relaxed) }

@@ -211,7 +211,11 @@ extension Cache: _StateHost {
     @inlinable
     func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
         lock._unsafeLock()
-        defer { lock._unsafeUnlock() }
+        _ThreadSanitizer.acquire?(state)
+        defer {
+            _ThreadSanitizer.release?(state)
+            lock._unsafeUnlock()
+        }
         return try body(&state.pointee)
     }
 }
