@@ -20,7 +20,7 @@ extension _CacheCore {
         while slot != -1 {
             free += 1
             precondition(free <= slotsUsed, "free list longer than the slots in use: a cycle?")
-            slot = links.next[Int(slot)]
+            slot = links.next(slot)
         }
         precondition(free + count == slotsUsed, "\(free) free + \(count) live != \(slotsUsed) slots used")
         var occupied = 0

@@ -300,7 +300,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         if let costs { totalCost -= costs[s] }
         bumpGeneration(s)
         count -= 1
-        links.next[s] = freeHead
+        links.setNext(slot, freeHead)
         freeHead = slot
         return CacheRemoval(key: (keys + s).move(), value: (values + s).move(), reason: reason)
     }
@@ -327,7 +327,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     mutating func takeFreeSlot() -> Int32 {
         if freeHead != -1 {
             let slot = freeHead
-            freeHead = links.next[Int(slot)]
+            freeHead = links.next(slot)
             return slot
         }
         if slotsUsed == slotCapacity { growSlots() }

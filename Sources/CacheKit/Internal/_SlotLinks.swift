@@ -16,50 +16,61 @@ struct _ListHead: Sendable {
     var isEmpty: Bool { head == -1 }
 }
 
+/// One slot's neighbours. Kept side by side so an unlink touches one cache line per slot.
+@usableFromInline
+struct _Link {
+    @usableFromInline var prev: Int32
+    @usableFromInline var next: Int32
+
+    @inlinable
+    init(prev: Int32, next: Int32) {
+        self.prev = prev
+        self.next = next
+    }
+}
+
 /// `prev`/`next` links for every slot, shared by all the lists over one slot array.
 ///
 /// A slot is in at most one list at a time (a policy list, or the engine's free list), so one pair
 /// of links per slot serves them all. This is an unowned view: `_CacheCore` allocates and frees the
-/// memory. Writes go through the pointers, so the list operations are non-mutating.
+/// memory. Writes go through the pointer, so the list operations are non-mutating.
 @usableFromInline
 struct _SlotLinks {
-    @usableFromInline var prev: UnsafeMutablePointer<Int32>
-    @usableFromInline var next: UnsafeMutablePointer<Int32>
+    @usableFromInline var links: UnsafeMutablePointer<_Link>
 
     @inlinable
     init(capacity: Int) {
-        prev = .allocate(capacity: capacity)
-        next = .allocate(capacity: capacity)
+        links = .allocate(capacity: capacity)
     }
 
     /// Moves the links into storage of `newCapacity` slots, keeping the first `used` of them.
     @inlinable
     mutating func resize(used: Int, to newCapacity: Int) {
-        let newPrev = UnsafeMutablePointer<Int32>.allocate(capacity: newCapacity)
-        let newNext = UnsafeMutablePointer<Int32>.allocate(capacity: newCapacity)
-        newPrev.update(from: prev, count: used)
-        newNext.update(from: next, count: used)
-        prev.deallocate()
-        next.deallocate()
-        prev = newPrev
-        next = newNext
+        let newLinks = UnsafeMutablePointer<_Link>.allocate(capacity: newCapacity)
+        newLinks.moveInitialize(from: links, count: used)
+        links.deallocate()
+        links = newLinks
     }
 
     @inlinable
-    func deallocate() {
-        prev.deallocate()
-        next.deallocate()
-    }
+    func deallocate() { links.deallocate() }
+
+    /// The slot after `slot` in its list, or -1.
+    @inlinable
+    func next(_ slot: Int32) -> Int32 { links[Int(slot)].next }
+
+    /// Sets the slot after `slot` (for singly linked use, like the free list).
+    @inlinable
+    func setNext(_ slot: Int32, _ next: Int32) { links[Int(slot)].next = next }
 
     /// Appends `slot` at the tail (the newest end) of `list`.
     @inlinable
     func pushBack(_ slot: Int32, _ list: inout _ListHead) {
-        prev[Int(slot)] = list.tail
-        next[Int(slot)] = -1
+        links[Int(slot)] = _Link(prev: list.tail, next: -1)
         if list.tail == -1 {
             list.head = slot
         } else {
-            next[Int(list.tail)] = slot
+            links[Int(list.tail)].next = slot
         }
         list.tail = slot
     }
@@ -67,10 +78,9 @@ struct _SlotLinks {
     /// Takes `slot` out of `list`.
     @inlinable
     func unlink(_ slot: Int32, _ list: inout _ListHead) {
-        let p = prev[Int(slot)]
-        let n = next[Int(slot)]
-        if p == -1 { list.head = n } else { next[Int(p)] = n }
-        if n == -1 { list.tail = p } else { prev[Int(n)] = p }
+        let link = links[Int(slot)]
+        if link.prev == -1 { list.head = link.next } else { links[Int(link.prev)].next = link.next }
+        if link.next == -1 { list.tail = link.prev } else { links[Int(link.next)].prev = link.prev }
     }
 
     /// Moves `slot`, already in `list`, to its tail.

@@ -28,7 +28,7 @@ struct _FIFOPolicy: _EvictionPolicy {
     func firstVictim(links: _SlotLinks) -> Int32 { list.head }
 
     @inlinable
-    func victim(after slot: Int32, links: _SlotLinks) -> Int32 { links.next[Int(slot)] }
+    func victim(after slot: Int32, links: _SlotLinks) -> Int32 { links.next(slot) }
 
     @inlinable
     func deallocate() {}

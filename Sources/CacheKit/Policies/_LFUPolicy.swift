@@ -136,7 +136,7 @@ struct _LFUPolicy: _EvictionPolicy {
 
     @inlinable
     func victim(after slot: Int32, links: _SlotLinks) -> Int32 {
-        let n = links.next[Int(slot)]
+        let n = links.next(slot)
         if n != -1 { return n }
         let nextBucket = buckets[Int(slotBucket[Int(slot)])].next
         return nextBucket == -1 ? -1 : buckets[Int(nextBucket)].members.head
