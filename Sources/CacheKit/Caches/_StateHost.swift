@@ -86,7 +86,7 @@ extension _StateHost {
         }
         guard let handler else { return }
         old.forEachSlotInEvictionOrder { slot in
-            handler(CacheRemoval(key: old.keys[Int(slot)], value: old.values[Int(slot)], reason: reason))
+            handler(CacheRemoval(key: old.entries[Int(slot)].key, value: old.entries[Int(slot)].value, reason: reason))
             return true
         }
     }
@@ -147,7 +147,7 @@ extension _StateHost {
             var result: [(key: Key, value: Value)] = []
             result.reserveCapacity(state.core.count)
             state.core.forEachSlotInEvictionOrder { slot in
-                result.append((state.core.keys[Int(slot)], state.core.values[Int(slot)]))
+                result.append((state.core.entries[Int(slot)].key, state.core.entries[Int(slot)].value))
                 return true
             }
             return result
@@ -161,7 +161,7 @@ extension _StateHost {
             var result: [Key] = []
             result.reserveCapacity(state.core.count)
             state.core.forEachSlotInEvictionOrder { slot in
-                result.append(state.core.keys[Int(slot)])
+                result.append(state.core.entries[Int(slot)].key)
                 return true
             }
             return result

@@ -9,7 +9,7 @@ extension _CacheCore {
             seen += 1
             precondition(seen <= count, "eviction order visits more slots than count (\(count)): a cycle?")
             precondition(slot >= 0 && Int(slot) < slotsUsed, "slot \(slot) out of range 0..<\(slotsUsed)")
-            precondition(self.slot(of: keys[Int(slot)]) == slot, "index does not map slot \(slot)'s key to it")
+            precondition(self.slot(of: entries[Int(slot)].key) == slot, "index does not map slot \(slot)'s key to it")
             costSum += cost(at: slot)
             return true
         }

@@ -3,7 +3,7 @@
 /// Not thread-safe, and it calls no one: each operation mutates the state and returns what left
 /// (`_Removals`) for the owner to report after unlocking.
 ///
-/// Layout. Entries live in slots of contiguous arrays (`keys`, `values`, `hashes`, and `costs`
+/// Layout. Entries live in slots of contiguous arrays (`entries`, `hashes`, and `costs`
 /// once any entry has a non-zero cost). `index` maps a key to its slot through 4-byte buckets. Slots are
 /// linked into the policy's lists by `links`; freed slots form a free list through
 /// `links.next` and are reused before the arrays grow. No class instance exists per entry, and
@@ -17,8 +17,8 @@
 /// entry); `EventTests.valuesAreReleased` guards against that.
 @usableFromInline
 struct _CacheCore<Key: Hashable, Value>: ~Copyable {
-    @usableFromInline var keys: UnsafeMutablePointer<Key>
-    @usableFromInline var values: UnsafeMutablePointer<Value>
+    /// Each slot's key and value, side by side: a hit reads one cache line of entry storage.
+    @usableFromInline var entries: UnsafeMutablePointer<_Entry<Key, Value>>
     /// Per-slot key hash, truncated to 32 bits (the index never needs more).
     @usableFromInline var hashes: UnsafeMutablePointer<UInt32>
     /// Per-slot cost; `nil` until an entry with a non-zero cost arrives.
@@ -41,8 +41,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     init(countLimit: Int, totalCostLimit: Int, policy makePolicy: (_ slotCapacity: Int) -> _AnyPolicy) {
         precondition(countLimit >= 0, "countLimit must not be negative (got \(countLimit))")
         precondition(totalCostLimit >= 0, "totalCostLimit must not be negative (got \(totalCostLimit))")
-        self.keys = .allocate(capacity: 0)
-        self.values = .allocate(capacity: 0)
+        self.entries = .allocate(capacity: 0)
         self.hashes = .allocate(capacity: 0)
         self.costs = nil
         self.generations = nil
@@ -61,8 +60,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     deinit {
         destroyEntries()
-        keys.deallocate()
-        values.deallocate()
+        entries.deallocate()
         hashes.deallocate()
         costs?.deallocate()
         generations?.deallocate()
@@ -79,8 +77,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             let entry = index.buckets[b]
             if entry != 0 {
                 let s = Int(entry &- 1)
-                (keys + s).deinitialize(count: 1)
-                (values + s).deinitialize(count: 1)
+                (entries + s).deinitialize(count: 1)
             }
         }
     }
@@ -102,7 +99,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// The slot of `key`, or -1.
     @inlinable
     func slot(of key: Key) -> Int32 {
-        index.find(key, hash: key.hashValue, keys: keys).slot
+        index.find(key, hash: key.hashValue, entries: entries).slot
     }
 
     /// The value for `key`, recording the use with the policy.
@@ -111,14 +108,14 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         let slot = self.slot(of: key)
         guard slot >= 0 else { return nil }
         policy.didAccess(slot, links: links)
-        return values[Int(slot)]
+        return entries[Int(slot)].value
     }
 
     /// The value for `key`, without telling the policy.
     @inlinable
     func peekValue(forKey key: Key) -> Value? {
         let slot = self.slot(of: key)
-        return slot >= 0 ? values[Int(slot)] : nil
+        return slot >= 0 ? entries[Int(slot)].value : nil
     }
 
     /// Calls `body` with each live slot in eviction order (next victim first) until it returns
@@ -151,19 +148,19 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     ) -> WriteResult.Outcome {
         precondition(cost >= 0, "cost must not be negative (got \(cost))")
         let hash = key.hashValue
-        let found = index.find(key, hash: hash, keys: keys)
+        let found = index.find(key, hash: hash, entries: entries)
         if totalCostLimit > 0 && cost > totalCostLimit {
             if found.slot >= 0 { removals.append(removeSlot(found.slot, reason: .replaced)) }
             return .rejected(.costExceedsLimit)
         }
         if found.slot >= 0 {
             let s = Int(found.slot)
-            let old = (values + s).move()
-            (values + s).initialize(to: value)
+            var old = value
+            swap(&entries[s].value, &old)  // moves the old value out; nothing is destroyed here
             setCost(cost, at: s)
             bumpGeneration(s)
             policy.didUpdate(found.slot, links: links)
-            removals.append(CacheRemoval(key: keys[s], value: old, reason: .replaced))
+            removals.append(CacheRemoval(key: entries[s].key, value: old, reason: .replaced))
             if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit {
                 trim(to: limits, protecting: found.slot, removals: &removals)
             }
@@ -184,8 +181,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         if bucket < 0 { bucket = index.emptyBucket(hash: hash) }
         let slot = takeFreeSlot()
         let s = Int(slot)
-        (keys + s).initialize(to: key)
-        (values + s).initialize(to: value)
+        (entries + s).initialize(to: _Entry(key: key, value: value))
         hashes[s] = UInt32(truncatingIfNeeded: hash)
         if let costs { costs[s] = 0 }
         setCost(cost, at: s)
@@ -240,8 +236,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             let candidate = _Candidate(
                 slot: slot,
                 generation: generations[s],
-                key: keys[s],
-                value: values[s],
+                key: entries[s].key,
+                value: entries[s].value,
                 reason: reason
             )
             if slot != protecting && !vetoed.contains(candidate.identity) {
@@ -302,7 +298,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         count -= 1
         links.setNext(slot, freeHead)
         freeHead = slot
-        return CacheRemoval(key: (keys + s).move(), value: (values + s).move(), reason: reason)
+        let entry = (entries + s).move()
+        return CacheRemoval(key: entry.key, value: entry.value, reason: reason)
     }
 
     @inlinable
@@ -342,14 +339,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         var newCapacity = Swift.max(8, slotCapacity * 2)
         if countLimit > 0 && slotCapacity < countLimit { newCapacity = Swift.min(newCapacity, countLimit) }
         precondition(newCapacity <= Int(Int32.max), "CacheKit holds at most \(Int32.max) entries")
-        let newKeys = UnsafeMutablePointer<Key>.allocate(capacity: newCapacity)
-        newKeys.moveInitialize(from: keys, count: slotsUsed)
-        keys.deallocate()
-        keys = newKeys
-        let newValues = UnsafeMutablePointer<Value>.allocate(capacity: newCapacity)
-        newValues.moveInitialize(from: values, count: slotsUsed)
-        values.deallocate()
-        values = newValues
+        let newEntries = UnsafeMutablePointer<_Entry<Key, Value>>.allocate(capacity: newCapacity)
+        newEntries.moveInitialize(from: entries, count: slotsUsed)
+        entries.deallocate()
+        entries = newEntries
         hashes = Self.resized(hashes, used: slotsUsed, to: newCapacity).unsafelyUnwrapped
         costs = Self.resized(costs, used: slotsUsed, to: newCapacity)
         generations = Self.resized(generations, used: slotsUsed, to: newCapacity)
@@ -385,5 +378,18 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             }
         }
         old.deallocate()
+    }
+}
+
+/// A slot's key and value.
+@usableFromInline
+struct _Entry<Key, Value> {
+    @usableFromInline var key: Key
+    @usableFromInline var value: Value
+
+    @inlinable
+    init(key: Key, value: Value) {
+        self.key = key
+        self.value = value
     }
 }

@@ -38,17 +38,17 @@ struct _HashIndex {
 
     /// Finds `key`: its slot, or `-1` and the empty bucket where it would go.
     @inlinable
-    func find<Key: Hashable>(
+    func find<Key: Hashable, Value>(
         _ key: Key,
         hash: Int,
-        keys: UnsafeMutablePointer<Key>
+        entries: UnsafeMutablePointer<_Entry<Key, Value>>
     ) -> (bucket: Int, slot: Int32) {
         var b = hash & mask
         while true {
             let entry = buckets[b]
             if entry == 0 { return (b, -1) }
             let slot = Int32(truncatingIfNeeded: entry &- 1)
-            if keys[Int(slot)] == key { return (b, slot) }
+            if entries[Int(slot)].key == key { return (b, slot) }
             b = (b &+ 1) & mask
         }
     }
