@@ -39,6 +39,9 @@ import Synchronization
 public final class Cache<Key: Hashable, Value> {
     @usableFromInline let lock = Mutex<Void>(())
     @usableFromInline let state: UnsafeMutablePointer<_CacheState<Key, Value>>
+    /// ThreadSanitizer's annotations, copied here so the lock path reads a field, not a lazy global.
+    @usableFromInline let tsanAcquire = _ThreadSanitizer.acquire
+    @usableFromInline let tsanRelease = _ThreadSanitizer.release
 
     /// Creates a cache.
     ///
@@ -211,9 +214,9 @@ extension Cache: _StateHost {
     @inlinable
     func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
         lock._unsafeLock()
-        _ThreadSanitizer.acquire?(state)
+        tsanAcquire?(state)
         defer {
-            _ThreadSanitizer.release?(state)
+            tsanRelease?(state)
             lock._unsafeUnlock()
         }
         return try body(&state.pointee)
