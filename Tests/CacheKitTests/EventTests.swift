@@ -90,7 +90,10 @@ struct EventTests {
         cache._checkInvariants()
     }
 
-    @Test("the veto also guards cost and memory-pressure evictions, not explicit removals", arguments: CacheKind.allCases)
+    @Test(
+        "the veto also guards cost and memory-pressure evictions, not explicit removals",
+        arguments: CacheKind.allCases
+    )
     func vetoScope(kind: CacheKind) {
         let cache = kind.make(Int.self, Int.self, totalCostLimit: 10)
         let reasons = Locked<[RemovalReason]>([])
@@ -130,7 +133,12 @@ struct EventTests {
         let cache = Cache<Int, Int>(countLimit: 2)
         let rewrite = Locked(true)
         cache.evictionVeto = { [unowned cache] key, _, _ in
-            if key == 1 && rewrite.mutate({ flag in defer { flag = false }; return flag }) {
+            if key == 1
+                && rewrite.mutate({ flag in
+                    defer { flag = false }
+                    return flag
+                })
+            {
                 cache[1] = 100  // rewrites the candidate: the answer was about the old value
             }
             return true

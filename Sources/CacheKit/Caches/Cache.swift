@@ -178,7 +178,9 @@ public final class Cache<Key: Hashable, Value> {
     /// thread that caused the removal. It may call back into this cache.
     public var removalHandler: (@Sendable (CacheRemoval<Key, Value>) -> Void)? {
         // Only `@Sendable` closures are ever stored through this API, so the cast restores the type.
-        get { unsafeBitCast(_withState { $0.removalHandler }, to: (@Sendable (CacheRemoval<Key, Value>) -> Void)?.self) }
+        get {
+            unsafeBitCast(_withState { $0.removalHandler }, to: (@Sendable (CacheRemoval<Key, Value>) -> Void)?.self)
+        }
         set { _ = _exchangeRemovalHandler(newValue) }
     }
 

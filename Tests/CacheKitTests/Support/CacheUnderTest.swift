@@ -1,4 +1,5 @@
 import CacheKit
+import Synchronization
 
 /// Both caches behind one interface, so every behaviour test runs against each.
 protocol CacheUnderTest<Key, Value>: AnyObject {
@@ -106,5 +107,3 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
-
-import Synchronization
