@@ -24,7 +24,8 @@ struct _LFUPolicy: _EvictionPolicy {
 
     /// The bucket of each slot in use.
     @usableFromInline var slotBucket: UnsafeMutablePointer<Int32>
-    /// The bucket pool: at most one bucket per entry, plus one while an entry moves up.
+    /// The bucket pool: one bucket per distinct use count among the entries, plus one while an
+    /// entry moves up; grows on demand.
     @usableFromInline var buckets: UnsafeMutablePointer<Bucket>
     @usableFromInline var bucketCapacity: Int
     @usableFromInline var bucketsUsed: Int32 = 0
@@ -35,7 +36,7 @@ struct _LFUPolicy: _EvictionPolicy {
     @inlinable
     init(slotCapacity: Int) {
         slotBucket = .allocate(capacity: slotCapacity)
-        bucketCapacity = slotCapacity + 1
+        bucketCapacity = 8
         buckets = .allocate(capacity: bucketCapacity)
     }
 
@@ -45,11 +46,18 @@ struct _LFUPolicy: _EvictionPolicy {
         newSlotBucket.update(from: slotBucket, count: used)
         slotBucket.deallocate()
         slotBucket = newSlotBucket
-        let newBuckets = UnsafeMutablePointer<Bucket>.allocate(capacity: slotCapacity + 1)
+    }
+
+    /// Doubles the bucket pool. Buckets are few (one per distinct use count), so the pool grows
+    /// on demand rather than with the slots.
+    @usableFromInline
+    mutating func growBuckets() {
+        let newCapacity = bucketCapacity * 2
+        let newBuckets = UnsafeMutablePointer<Bucket>.allocate(capacity: newCapacity)
         newBuckets.moveInitialize(from: buckets, count: Int(bucketsUsed))
         buckets.deallocate()
         buckets = newBuckets
-        bucketCapacity = slotCapacity + 1
+        bucketCapacity = newCapacity
     }
 
     @inlinable
@@ -66,7 +74,7 @@ struct _LFUPolicy: _EvictionPolicy {
             b = freeBucket
             freeBucket = buckets[Int(b)].next
         } else {
-            precondition(Int(bucketsUsed) < bucketCapacity, "LFU bucket pool exhausted")
+            if Int(bucketsUsed) == bucketCapacity { growBuckets() }
             b = bucketsUsed
             bucketsUsed += 1
         }

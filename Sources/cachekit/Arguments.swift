@@ -1,0 +1,72 @@
+import Foundation
+
+/// A small command-line parser: `--flag value`, `--flag=value` and boolean `--flag`.
+///
+/// Unknown flags and missing or malformed values are errors that name the flag.
+struct Arguments {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private var values: [String: String] = [:]
+    private var switches: Set<String> = []
+
+    /// Parses `arguments`, accepting the value flags in `valueFlags` and the boolean flags in
+    /// `booleanFlags` (names without the leading dashes).
+    init(_ arguments: [String], valueFlags: Set<String>, booleanFlags: Set<String>) throws {
+        var i = 0
+        while i < arguments.count {
+            let argument = arguments[i]
+            guard argument.hasPrefix("--") else { throw Failure(description: "unexpected argument '\(argument)'") }
+            var name = String(argument.dropFirst(2))
+            var inlineValue: String?
+            if let equals = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            if booleanFlags.contains(name) {
+                guard inlineValue == nil else { throw Failure(description: "--\(name) takes no value") }
+                switches.insert(name)
+            } else if valueFlags.contains(name) {
+                if let inlineValue {
+                    values[name] = inlineValue
+                } else {
+                    i += 1
+                    guard i < arguments.count else { throw Failure(description: "--\(name) needs a value") }
+                    values[name] = arguments[i]
+                }
+            } else {
+                throw Failure(description: "unknown option '--\(name)'")
+            }
+            i += 1
+        }
+    }
+
+    /// Whether the boolean flag `name` was given.
+    func flag(_ name: String) -> Bool { switches.contains(name) }
+
+    /// The text given for `name`, if any.
+    func string(_ name: String) -> String? { values[name] }
+
+    /// The positive integer given for `name` (underscores allowed: `1_000_000`), or `defaultValue`.
+    func int(_ name: String, default defaultValue: Int, minimum: Int = 1) throws -> Int {
+        guard let text = values[name] else { return defaultValue }
+        guard let value = Int(text.replacingOccurrences(of: "_", with: "")), value >= minimum else {
+            throw Failure(description: "--\(name) must be a whole number >= \(minimum) (got '\(text)')")
+        }
+        return value
+    }
+
+    /// The comma-separated list given for `name`, each item checked against `allowed`.
+    func list(_ name: String, default defaultValue: [String], allowed: [String]) throws -> [String] {
+        guard let text = values[name] else { return defaultValue }
+        let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        for item in items where !allowed.contains(item) {
+            throw Failure(
+                description: "--\(name): unknown value '\(item)' (choose from \(allowed.joined(separator: ", ")))"
+            )
+        }
+        guard !items.isEmpty else { throw Failure(description: "--\(name) needs at least one value") }
+        return items
+    }
+}

@@ -1,0 +1,301 @@
+import CacheKit
+import Dispatch
+import Foundation
+
+/// `cachekit bench`: ns/op of CacheKit's caches against `Dictionary` and `NSCache`, in one run.
+enum Bench {
+    static let workloads = ["get-hit", "get-miss", "set-evict", "mix"]
+    static let subjects = ["SerialCache", "Cache", "Dictionary", "NSCache"]
+
+    static let usage = """
+        usage: cachekit bench [options]
+
+        Measures ns/op for get-hit, get-miss, set-evict (every set a new key at capacity) and mix
+        (50% get, 50% set, keys uniform over twice the capacity), for SerialCache and Cache with
+        each policy, against Dictionary (same lookups and inserts) and Foundation's NSCache, all
+        in one run: each round runs every case once, and each figure is the median over the rounds. NSCache runs a tenth of the operations
+        (it is ~100x slower); ns/op stays comparable.
+
+        options:
+          --capacity N        entries the caches hold (default 50_000)
+          --ops N             operations per case (default 1_000_000)
+          --repetitions N     runs per case; the median is reported (default 5)
+          --threads LIST      thread counts for the thread-safe subjects (default 1,2)
+          --workloads LIST    \(workloads.joined(separator: ",")) (default: all)
+          --subjects LIST     \(subjects.joined(separator: ",")) (default: all)
+          --policies LIST     \(EvictionPolicy.allCases.map(\.name).joined(separator: ",")) (default: all)
+          --json              print a JSON array instead of the table
+          --memory            measure bytes per entry instead (see --entries)
+          --entries N         entries for --memory (default 1_000_000)
+        """
+
+    struct Result: Codable {
+        var subject: String
+        var policy: String
+        var workload: String
+        var threads: Int
+        var nsPerOp: Double
+    }
+
+    static func run(_ arguments: [String]) throws {
+        let args = try Arguments(
+            arguments,
+            valueFlags: [
+                "capacity", "ops", "repetitions", "threads", "workloads", "subjects", "policies", "entries",
+                "memory-one",
+            ],
+            booleanFlags: ["json", "memory", "help"]
+        )
+        if args.flag("help") {
+            print(usage)
+            return
+        }
+        if let spec = args.string("memory-one") {
+            try MemoryBench.runOne(spec, entries: args.int("entries", default: 1_000_000))
+            return
+        }
+        if args.flag("memory") {
+            try MemoryBench.run(entries: args.int("entries", default: 1_000_000), json: args.flag("json"))
+            return
+        }
+        let capacity = try args.int("capacity", default: 50_000)
+        let ops = try args.int("ops", default: 1_000_000)
+        let repetitions = try args.int("repetitions", default: 5)
+        let threadCounts = try args.list("threads", default: ["1", "2"], allowed: (1...64).map(String.init))
+            .compactMap(Int.init)
+        let chosenWorkloads = try args.list("workloads", default: workloads, allowed: workloads)
+        let chosenSubjects = try args.list("subjects", default: subjects, allowed: subjects)
+        let policies = try args.list(
+            "policies",
+            default: EvictionPolicy.allCases.map(\.name),
+            allowed: EvictionPolicy.allCases.map(\.name)
+        ).compactMap { EvictionPolicy(name: $0) }
+        warnIfDebug()
+
+        var results: [Result] = []
+        for workload in chosenWorkloads {
+            let plan = Plan(workload: workload, capacity: capacity, ops: ops)
+            // Every case of a workload runs once per round, rounds repeated: a noisy moment on this
+            // shared machine then hits all subjects alike, and the medians stay comparable.
+            var cases: [(subject: String, policy: String, threads: Int, run: () -> Double)] = []
+            if chosenSubjects.contains("Dictionary") {
+                let bounded = workload == "set-evict" ? capacity : nil
+                cases.append(
+                    ("Dictionary", "", 1, { plan.measureOnce(threads: 1) { DictionaryTarget(boundedTo: bounded) } })
+                )
+            }
+            for policy in policies {
+                if chosenSubjects.contains("SerialCache") {
+                    cases.append(
+                        (
+                            "SerialCache", policy.name, 1,
+                            {
+                                plan.measureOnce(threads: 1) {
+                                    SerialCache<Int, Int>(countLimit: capacity, policy: policy)
+                                }
+                            }
+                        )
+                    )
+                }
+                if chosenSubjects.contains("Cache") {
+                    for threads in threadCounts {
+                        cases.append(
+                            (
+                                "Cache", policy.name, threads,
+                                {
+                                    plan.measureOnce(threads: threads) {
+                                        Cache<Int, Int>(countLimit: capacity, policy: policy)
+                                    }
+                                }
+                            )
+                        )
+                    }
+                }
+            }
+            if chosenSubjects.contains("NSCache") {
+                let small = Plan(workload: workload, capacity: capacity, ops: max(1, ops / 10))
+                let numbers = (0..<small.keyUniverse).map { NSNumber(value: $0) }
+                for threads in threadCounts {
+                    cases.append(
+                        (
+                            "NSCache", "", threads,
+                            {
+                                small.measureOnce(threads: threads) {
+                                    NSCacheTarget(countLimit: capacity, numbers: numbers)
+                                }
+                            }
+                        )
+                    )
+                }
+            }
+            var samples = Array(repeating: [Double](), count: cases.count)
+            for round in 0..<repetitions {
+                if !args.flag("json") {
+                    FileHandle.standardError.write(Data("  \(workload): round \(round + 1) of \(repetitions)\n".utf8))
+                }
+                for (i, c) in cases.enumerated() { samples[i].append(c.run()) }
+            }
+            for (i, c) in cases.enumerated() {
+                let sorted = samples[i].sorted()
+                results.append(
+                    Result(
+                        subject: c.subject,
+                        policy: c.policy,
+                        workload: workload,
+                        threads: c.threads,
+                        nsPerOp: sorted[sorted.count / 2]
+                    )
+                )
+            }
+        }
+        if args.flag("json") {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(results), as: UTF8.self))
+        } else {
+            printTable(results, capacity: capacity, ops: ops, repetitions: repetitions)
+        }
+    }
+
+    static func warnIfDebug() {
+        #if DEBUG
+        FileHandle.standardError.write(
+            Data("warning: this is a debug build; figures are meaningless. Use swift run -c release.\n".utf8)
+        )
+        #endif
+    }
+
+    static func printTable(_ results: [Result], capacity: Int, ops: Int, repetitions: Int) {
+        print("cachekit bench: capacity \(capacity), \(ops) ops per case, median of \(repetitions)")
+        let baseline = Dictionary(
+            results.filter { $0.subject == "Dictionary" }.map { ($0.workload, $0.nsPerOp) },
+            uniquingKeysWith: { a, _ in a }
+        )
+        var rows = [["subject", "policy", "workload", "threads", "ns/op", "vs Dictionary"]]
+        for r in results {
+            let ratio = baseline[r.workload].map { String(format: "%.2fx", r.nsPerOp / $0) } ?? "-"
+            rows.append([r.subject, r.policy, r.workload, "\(r.threads)", String(format: "%.1f", r.nsPerOp), ratio])
+        }
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for (i, row) in rows.enumerated() {
+            let cells = row.enumerated().map { column, cell in
+                column >= 3
+                    ? String(repeating: " ", count: widths[column] - cell.count) + cell
+                    : cell + String(repeating: " ", count: widths[column] - cell.count)
+            }
+            print(cells.joined(separator: "  "))
+            if i == 0 { print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
+        }
+        func find(_ subject: String, _ policy: String) -> Double? {
+            results.first { $0.subject == subject && $0.policy == policy && $0.workload == "mix" && $0.threads == 1 }?
+                .nsPerOp
+        }
+        if let cache = find("Cache", "lru") {
+            print("")
+            if let dictionary = find("Dictionary", "") {
+                print(String(format: "mix: Cache(lru) costs %.2fx Dictionary", cache / dictionary))
+            }
+            if let nsCache = find("NSCache", "") {
+                print(String(format: "mix: Cache(lru) is %.1fx faster than NSCache", nsCache / cache))
+            }
+        }
+    }
+}
+
+/// One workload's operations, made before timing: keys and, for `mix`, which operations read.
+struct Plan {
+    let workload: String
+    let capacity: Int
+    let keys: [Int]
+    let reads: [Bool]
+
+    /// Keys the workload uses lie in `0..<keyUniverse`.
+    var keyUniverse: Int {
+        switch workload {
+        case "set-evict": capacity + keys.count
+        default: 2 * capacity
+        }
+    }
+
+    init(workload: String, capacity: Int, ops: Int) {
+        self.workload = workload
+        self.capacity = capacity
+        var rng = SplitMix64(seed: 42)
+        switch workload {
+        case "get-hit":
+            keys = (0..<ops).map { _ in Int(rng.next() % UInt64(capacity)) }
+            reads = []
+        case "get-miss":
+            keys = (0..<ops).map { _ in capacity + Int(rng.next() % UInt64(capacity)) }
+            reads = []
+        case "set-evict":
+            keys = (0..<ops).map { capacity + $0 }
+            reads = []
+        default:
+            keys = (0..<ops).map { _ in Int(rng.next() % UInt64(2 * capacity)) }
+            reads = (0..<ops).map { _ in rng.next() & 1 == 0 }
+        }
+    }
+
+    /// ns/op of one run on a fresh target filled with `0..<capacity`, the operations split evenly
+    /// across `threads`.
+    func measureOnce<T: BenchTarget>(threads: Int, make: () -> T) -> Double where T: SendableMetatype {
+        let target = make()
+        for key in 0..<capacity { target.set(key, key) }
+        let box = UncheckedSendable(target)
+        let chunk = keys.count / threads
+        let start = DispatchTime.now().uptimeNanoseconds
+        if threads == 1 {
+            blackHole(run(target, 0..<keys.count))
+        } else {
+            DispatchQueue.concurrentPerform(iterations: threads) { t in
+                let end = t == threads - 1 ? keys.count : (t + 1) * chunk
+                blackHole(run(box.value, (t * chunk)..<end))
+            }
+        }
+        let elapsed = DispatchTime.now().uptimeNanoseconds - start
+        return Double(elapsed) / Double(keys.count)
+    }
+
+    private func run<T: BenchTarget>(_ target: T, _ range: Range<Int>) -> Int {
+        var checksum = 0
+        switch workload {
+        case "get-hit", "get-miss":
+            for i in range { checksum &+= target.get(keys[i]) ?? 1 }
+        case "set-evict":
+            for i in range { target.set(i, keys[i]) }
+        default:
+            for i in range {
+                if reads[i] { checksum &+= target.get(keys[i]) ?? 1 } else { target.set(i, keys[i]) }
+            }
+        }
+        return checksum
+    }
+}
+
+/// Lets the benchmark hand a thread-safe target (`Cache`, `NSCache`) to several threads.
+struct UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// Keeps a result alive so the optimizer cannot drop the loop that made it.
+@inline(never)
+func blackHole(_ value: Int) {
+    if value == .min { print("") }
+}
+
+/// A fixed-seed generator, so every run times the same operations.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,65 @@
+import CacheKit
+import Foundation
+
+/// What the benchmark drives: an `Int`-to-`Int` map that reads and writes. Each conformer is a
+/// concrete type and the timed loops are generic over it, so every subject runs specialized code.
+protocol BenchTarget {
+    func get(_ key: Int) -> Int?
+    func set(_ value: Int, _ key: Int)
+}
+
+extension Cache: BenchTarget where Key == Int, Value == Int {
+    func get(_ key: Int) -> Int? { self[key] }
+    func set(_ value: Int, _ key: Int) { self[key] = value }
+}
+
+extension SerialCache: BenchTarget where Key == Int, Value == Int {
+    func get(_ key: Int) -> Int? { self[key] }
+    func set(_ value: Int, _ key: Int) { self[key] = value }
+}
+
+/// The baseline: a plain `Dictionary` doing the same lookups and inserts. It never evicts, except
+/// in `set-evict`, where it removes the oldest key it inserted (tracked in a ring) to stay at
+/// capacity, as a cache must.
+final class DictionaryTarget: BenchTarget {
+    var storage: [Int: Int] = [:]
+    private var ring: [Int] = []
+    private var ringHead = 0
+    private let boundedTo: Int?
+
+    init(boundedTo capacity: Int?) {
+        self.boundedTo = capacity
+        if let capacity { ring.reserveCapacity(capacity) }
+    }
+
+    func get(_ key: Int) -> Int? { storage[key] }
+
+    func set(_ value: Int, _ key: Int) {
+        guard let capacity = boundedTo else {
+            storage[key] = value
+            return
+        }
+        if storage.updateValue(value, forKey: key) != nil { return }
+        if ring.count < capacity {
+            ring.append(key)
+        } else {
+            storage.removeValue(forKey: ring[ringHead])
+            ring[ringHead] = key
+            ringHead = (ringHead + 1) % capacity
+        }
+    }
+}
+
+/// Foundation's `NSCache`, with boxed keys and values made before timing starts.
+final class NSCacheTarget: BenchTarget, @unchecked Sendable {
+    let cache = NSCache<NSNumber, NSNumber>()
+    let numbers: [NSNumber]
+
+    init(countLimit: Int, numbers: [NSNumber]) {
+        cache.countLimit = countLimit
+        self.numbers = numbers
+    }
+
+    func get(_ key: Int) -> Int? { cache.object(forKey: numbers[key])?.intValue }
+    func set(_ value: Int, _ key: Int) { cache.setObject(numbers[value % numbers.count], forKey: numbers[key]) }
+}
