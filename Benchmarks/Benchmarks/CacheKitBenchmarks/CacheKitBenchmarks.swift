@@ -1,0 +1,96 @@
+import Benchmark
+import CacheKit
+
+// Each benchmark runs `operations` cache operations per iteration on a cache filled to capacity
+// in setup (outside the measurement); metrics are scaled per operation. The malloc counts are the
+// point: a get-hit and a steady-state set (evicting one entry) must allocate nothing.
+
+let capacity = 10_000
+let operations = 10_000
+
+/// Keys from a fixed-seed generator, so every run measures the same operations.
+let mixKeys: [Int] = {
+    var state: UInt64 = 42
+    return (0..<operations).map { _ in
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Int((z ^ (z >> 31)) % UInt64(2 * capacity))
+    }
+}()
+
+func filledCache(_ policy: EvictionPolicy) -> Cache<Int, Int> {
+    let cache = Cache<Int, Int>(countLimit: capacity, policy: policy)
+    for key in 0..<capacity { cache[key] = key }
+    return cache
+}
+
+func filledSerialCache(_ policy: EvictionPolicy) -> SerialCache<Int, Int> {
+    let cache = SerialCache<Int, Int>(countLimit: capacity, policy: policy)
+    for key in 0..<capacity { cache[key] = key }
+    return cache
+}
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .mallocCountTotal, .throughput],
+        scalingFactor: .kilo,
+        maxDuration: .seconds(2)
+    )
+
+    for policy in EvictionPolicy.allCases {
+        Benchmark("Cache \(policy) get-hit") { benchmark in
+            let cache = filledCache(policy)
+            benchmark.startMeasurement()
+            for i in benchmark.scaledIterations { blackHole(cache[i % capacity]) }
+        }
+        Benchmark("Cache \(policy) get-miss") { benchmark in
+            let cache = filledCache(policy)
+            benchmark.startMeasurement()
+            for i in benchmark.scaledIterations { blackHole(cache[capacity + i]) }
+        }
+        Benchmark("Cache \(policy) set-evict") { benchmark in
+            let cache = filledCache(policy)
+            benchmark.startMeasurement()
+            for i in benchmark.scaledIterations { cache[capacity + i] = i }
+        }
+        Benchmark("Cache \(policy) mix") { benchmark in
+            let cache = filledCache(policy)
+            benchmark.startMeasurement()
+            for i in benchmark.scaledIterations {
+                let key = mixKeys[i % operations]
+                if i & 1 == 0 { blackHole(cache[key]) } else { cache[key] = i }
+            }
+        }
+        Benchmark("SerialCache \(policy) mix") { benchmark in
+            let cache = filledSerialCache(policy)
+            benchmark.startMeasurement()
+            for i in benchmark.scaledIterations {
+                let key = mixKeys[i % operations]
+                if i & 1 == 0 { blackHole(cache[key]) } else { cache[key] = i }
+            }
+        }
+    }
+
+    // The baseline does the same lookups and inserts as the caches' mix and stays bounded the
+    // cheapest way there is: a ring of inserted keys, the oldest removed when the ring is full
+    // (FIFO eviction with no bookkeeping per hit), as `cachekit bench` does.
+    Benchmark("Dictionary mix") { benchmark in
+        var dictionary: [Int: Int] = [:]
+        var ring = Array(0..<capacity)
+        var ringHead = 0
+        for key in 0..<capacity { dictionary[key] = key }
+        benchmark.startMeasurement()
+        for i in benchmark.scaledIterations {
+            let key = mixKeys[i % operations]
+            if i & 1 == 0 {
+                blackHole(dictionary[key])
+            } else if dictionary.updateValue(i, forKey: key) == nil {
+                dictionary.removeValue(forKey: ring[ringHead])
+                ring[ringHead] = key
+                ringHead = ringHead + 1 == capacity ? 0 : ringHead + 1
+            }
+        }
+    }
+}
