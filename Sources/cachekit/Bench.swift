@@ -14,7 +14,7 @@ enum Bench {
         (50% get, 50% set, keys uniform over twice the capacity), for SerialCache and Cache with
         each policy, against Dictionary (same lookups and inserts) and Foundation's NSCache, all
         in one run: each round runs every case once, and each figure is the median over the rounds. NSCache runs a tenth of the operations
-        (it is ~100x slower); ns/op stays comparable.
+        (it is ~20x slower); ns/op stays comparable.
 
         options:
           --capacity N        entries the caches hold (default 50_000)

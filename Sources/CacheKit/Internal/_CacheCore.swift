@@ -168,10 +168,12 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         }
         var bucket = found.bucket
         if evictInline && countLimit > 0 && count >= countLimit {
-            var roomForOne = limits
-            roomForOne.maxCount = countLimit - 1
-            roomForOne.maxCost = .max
-            trim(to: roomForOne, protecting: -1, removals: &removals)
+            // Make room for one: the policy's first victims, no target arithmetic per eviction.
+            repeat {
+                let victim = policy.firstVictim(links: links)
+                if victim == -1 { break }
+                removals.append(removeSlot(victim, reason: .evictedForCount))
+            } while count >= countLimit
             bucket = -1
         }
         if count >= index.maxLoad {

@@ -57,14 +57,17 @@ struct _SlotLinks {
 
     /// The slot after `slot` in its list, or -1.
     @inlinable
+    @inline(__always)
     func next(_ slot: Int32) -> Int32 { links[Int(slot)].next }
 
     /// Sets the slot after `slot` (for singly linked use, like the free list).
     @inlinable
+    @inline(__always)
     func setNext(_ slot: Int32, _ next: Int32) { links[Int(slot)].next = next }
 
     /// Appends `slot` at the tail (the newest end) of `list`.
     @inlinable
+    @inline(__always)
     func pushBack(_ slot: Int32, _ list: inout _ListHead) {
         links[Int(slot)] = _Link(prev: list.tail, next: -1)
         if list.tail == -1 {
@@ -77,6 +80,7 @@ struct _SlotLinks {
 
     /// Takes `slot` out of `list`.
     @inlinable
+    @inline(__always)
     func unlink(_ slot: Int32, _ list: inout _ListHead) {
         let link = links[Int(slot)]
         if link.prev == -1 { list.head = link.next } else { links[Int(link.prev)].next = link.next }
@@ -85,6 +89,7 @@ struct _SlotLinks {
 
     /// Moves `slot`, already in `list`, to its tail.
     @inlinable
+    @inline(__always)
     func moveToBack(_ slot: Int32, _ list: inout _ListHead) {
         guard list.tail != slot else { return }
         unlink(slot, &list)

@@ -37,6 +37,7 @@ enum _AnyPolicy: _EvictionPolicy {
     }
 
     @inlinable
+    @inline(__always)
     mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
         switch self {
         case .lru(var p):
@@ -52,6 +53,7 @@ enum _AnyPolicy: _EvictionPolicy {
     }
 
     @inlinable
+    @inline(__always)
     mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
         switch self {
         case .lru(var p):
@@ -65,6 +67,7 @@ enum _AnyPolicy: _EvictionPolicy {
     }
 
     @inlinable
+    @inline(__always)
     mutating func didUpdate(_ slot: Int32, links: _SlotLinks) {
         switch self {
         case .lru(var p):
@@ -78,6 +81,7 @@ enum _AnyPolicy: _EvictionPolicy {
     }
 
     @inlinable
+    @inline(__always)
     mutating func didRemove(_ slot: Int32, links: _SlotLinks) {
         switch self {
         case .lru(var p):
@@ -108,6 +112,7 @@ enum _AnyPolicy: _EvictionPolicy {
     }
 
     @inlinable
+    @inline(__always)
     func firstVictim(links: _SlotLinks) -> Int32 {
         switch self {
         case .lru(let p): p.firstVictim(links: links)
@@ -117,6 +122,7 @@ enum _AnyPolicy: _EvictionPolicy {
     }
 
     @inlinable
+    @inline(__always)
     func victim(after slot: Int32, links: _SlotLinks) -> Int32 {
         switch self {
         case .lru(let p): p.victim(after: slot, links: links)

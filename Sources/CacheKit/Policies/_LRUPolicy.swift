@@ -10,24 +10,30 @@ struct _LRUPolicy: _EvictionPolicy {
     mutating func reserve(slotCapacity: Int, used: Int) {}
 
     @inlinable
+    @inline(__always)
     mutating func didInsert(_ slot: Int32, links: _SlotLinks) { links.pushBack(slot, &list) }
 
     @inlinable
+    @inline(__always)
     mutating func didAccess(_ slot: Int32, links: _SlotLinks) { links.moveToBack(slot, &list) }
 
     @inlinable
+    @inline(__always)
     mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { links.moveToBack(slot, &list) }
 
     @inlinable
+    @inline(__always)
     mutating func didRemove(_ slot: Int32, links: _SlotLinks) { links.unlink(slot, &list) }
 
     @inlinable
     mutating func removeAll() { list = _ListHead() }
 
     @inlinable
+    @inline(__always)
     func firstVictim(links: _SlotLinks) -> Int32 { list.head }
 
     @inlinable
+    @inline(__always)
     func victim(after slot: Int32, links: _SlotLinks) -> Int32 { links.next(slot) }
 
     @inlinable
