@@ -41,8 +41,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     init(countLimit: Int, totalCostLimit: Int, policy makePolicy: (_ slotCapacity: Int) -> _AnyPolicy) {
         precondition(countLimit >= 0, "countLimit must not be negative (got \(countLimit))")
         precondition(totalCostLimit >= 0, "totalCostLimit must not be negative (got \(totalCostLimit))")
-        self.entries = .allocate(capacity: 0)
-        self.hashes = .allocate(capacity: 0)
+        self.entries = _SlotMemory.allocate(_Entry<Key, Value>.self, capacity: 0)
+        self.hashes = _SlotMemory.allocate(UInt32.self, capacity: 0)
         self.costs = nil
         self.generations = nil
         self.links = _SlotLinks(capacity: 0)
@@ -60,10 +60,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     deinit {
         destroyEntries()
-        entries.deallocate()
-        hashes.deallocate()
-        costs?.deallocate()
-        generations?.deallocate()
+        _SlotMemory.deallocate(entries)
+        _SlotMemory.deallocate(hashes)
+        if let costs { _SlotMemory.deallocate(costs) }
+        if let generations { _SlotMemory.deallocate(generations) }
         links.deallocate()
         index.deallocate()
         policy.deallocate()
@@ -273,7 +273,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     mutating func trackGenerations() {
         guard generations == nil else { return }
-        let g = UnsafeMutablePointer<UInt32>.allocate(capacity: slotCapacity)
+        let g = _SlotMemory.allocate(UInt32.self, capacity: slotCapacity)
         g.initialize(repeating: 0, count: slotCapacity)
         generations = g
     }
@@ -314,7 +314,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     mutating func setCost(_ cost: Int, at s: Int) {
         if costs == nil {
             guard cost != 0 else { return }
-            let c = UnsafeMutablePointer<Int>.allocate(capacity: slotCapacity)
+            let c = _SlotMemory.allocate(Int.self, capacity: slotCapacity)
             c.initialize(repeating: 0, count: slotCapacity)
             costs = c
         }
@@ -341,9 +341,9 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         var newCapacity = Swift.max(8, slotCapacity * 2)
         if countLimit > 0 && slotCapacity < countLimit { newCapacity = Swift.min(newCapacity, countLimit) }
         precondition(newCapacity <= Int(Int32.max), "CacheKit holds at most \(Int32.max) entries")
-        let newEntries = UnsafeMutablePointer<_Entry<Key, Value>>.allocate(capacity: newCapacity)
+        let newEntries = _SlotMemory.allocate(_Entry<Key, Value>.self, capacity: newCapacity)
         newEntries.moveInitialize(from: entries, count: slotsUsed)
-        entries.deallocate()
+        _SlotMemory.deallocate(entries)
         entries = newEntries
         hashes = Self.resized(hashes, used: slotsUsed, to: newCapacity).unsafelyUnwrapped
         costs = Self.resized(costs, used: slotsUsed, to: newCapacity)
@@ -360,10 +360,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         to newCapacity: Int
     ) -> UnsafeMutablePointer<T>? {
         guard let old else { return nil }
-        let new = UnsafeMutablePointer<T>.allocate(capacity: newCapacity)
+        let new = _SlotMemory.allocate(T.self, capacity: newCapacity)
         new.initialize(repeating: 0, count: newCapacity)
         new.update(from: old, count: used)
-        old.deallocate()
+        _SlotMemory.deallocate(old)
         return new
     }
 

@@ -13,7 +13,7 @@ struct _HashIndex {
     @inlinable
     init(bucketCount: Int) {
         precondition(bucketCount > 0 && bucketCount & (bucketCount - 1) == 0)
-        buckets = .allocate(capacity: bucketCount)
+        buckets = _SlotMemory.allocate(UInt32.self, capacity: bucketCount)
         buckets.initialize(repeating: 0, count: bucketCount)
         mask = bucketCount - 1
     }
@@ -34,7 +34,7 @@ struct _HashIndex {
     }
 
     @inlinable
-    func deallocate() { buckets.deallocate() }
+    func deallocate() { _SlotMemory.deallocate(buckets) }
 
     /// Finds `key`: its slot, or `-1` and the empty bucket where it would go.
     @inlinable

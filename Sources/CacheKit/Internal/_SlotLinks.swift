@@ -40,20 +40,20 @@ struct _SlotLinks {
 
     @inlinable
     init(capacity: Int) {
-        links = .allocate(capacity: capacity)
+        links = _SlotMemory.allocate(_Link.self, capacity: capacity)
     }
 
     /// Moves the links into storage of `newCapacity` slots, keeping the first `used` of them.
     @inlinable
     mutating func resize(used: Int, to newCapacity: Int) {
-        let newLinks = UnsafeMutablePointer<_Link>.allocate(capacity: newCapacity)
+        let newLinks = _SlotMemory.allocate(_Link.self, capacity: newCapacity)
         newLinks.moveInitialize(from: links, count: used)
-        links.deallocate()
+        _SlotMemory.deallocate(links)
         links = newLinks
     }
 
     @inlinable
-    func deallocate() { links.deallocate() }
+    func deallocate() { _SlotMemory.deallocate(links) }
 
     /// The slot after `slot` in its list, or -1.
     @inlinable

@@ -35,16 +35,16 @@ struct _LFUPolicy: _EvictionPolicy {
 
     @inlinable
     init(slotCapacity: Int) {
-        slotBucket = .allocate(capacity: slotCapacity)
+        slotBucket = _SlotMemory.allocate(Int32.self, capacity: slotCapacity)
         bucketCapacity = 8
         buckets = .allocate(capacity: bucketCapacity)
     }
 
     @inlinable
     mutating func reserve(slotCapacity: Int, used: Int) {
-        let newSlotBucket = UnsafeMutablePointer<Int32>.allocate(capacity: slotCapacity)
+        let newSlotBucket = _SlotMemory.allocate(Int32.self, capacity: slotCapacity)
         newSlotBucket.update(from: slotBucket, count: used)
-        slotBucket.deallocate()
+        _SlotMemory.deallocate(slotBucket)
         slotBucket = newSlotBucket
     }
 
@@ -62,7 +62,7 @@ struct _LFUPolicy: _EvictionPolicy {
 
     @inlinable
     func deallocate() {
-        slotBucket.deallocate()
+        _SlotMemory.deallocate(slotBucket)
         buckets.deallocate()
     }
 
