@@ -5,7 +5,7 @@
 ///
 /// Layout. Entries live in slots of contiguous arrays (`entries`, `hashes`, and `costs`
 /// once any entry has a non-zero cost). `index` maps a key to its slot through 4-byte buckets. Slots are
-/// linked into the policy's lists by `links`; freed slots form a free list through
+/// linked into the policy's lists by `links` (stored in the entry records); freed slots form a free list through
 /// `links.next` and are reused before the arrays grow. No class instance exists per entry, and
 /// a hit or a steady-state write allocates nothing.
 ///
@@ -17,7 +17,7 @@
 /// entry); `EventTests.valuesAreReleased` guards against that.
 @usableFromInline
 struct _CacheCore<Key: Hashable, Value>: ~Copyable {
-    /// Each slot's key and value, side by side: a hit reads one cache line of entry storage.
+    /// Each slot's links, key and value, side by side: a hit reads one record.
     @usableFromInline var entries: UnsafeMutablePointer<_Entry<Key, Value>>
     /// Per-slot key hash, truncated to 32 bits (the index never needs more).
     @usableFromInline var hashes: UnsafeMutablePointer<UInt32>
@@ -42,10 +42,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         precondition(countLimit >= 0, "countLimit must not be negative (got \(countLimit))")
         precondition(totalCostLimit >= 0, "totalCostLimit must not be negative (got \(totalCostLimit))")
         self.entries = _SlotMemory.allocate(_Entry<Key, Value>.self, capacity: 0)
+        self.links = _SlotLinks(entries)
         self.hashes = _SlotMemory.allocate(UInt32.self, capacity: 0)
         self.costs = nil
         self.generations = nil
-        self.links = _SlotLinks(capacity: 0)
         self.index = _HashIndex(bucketCount: 8)
         self.policy = makePolicy(0)
         self.slotCapacity = 0
@@ -64,7 +64,6 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         _SlotMemory.deallocate(hashes)
         if let costs { _SlotMemory.deallocate(costs) }
         if let generations { _SlotMemory.deallocate(generations) }
-        links.deallocate()
         index.deallocate()
         policy.deallocate()
     }
@@ -298,9 +297,9 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         if let costs { totalCost -= costs[s] }
         bumpGeneration(s)
         count -= 1
-        links.setNext(slot, freeHead)
-        freeHead = slot
         let entry = (entries + s).move()
+        links.setNext(slot, freeHead)  // the link outlives the entry: the free list runs through it
+        freeHead = slot
         return CacheRemoval(key: entry.key, value: entry.value, reason: reason)
     }
 
@@ -345,10 +344,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         newEntries.moveInitialize(from: entries, count: slotsUsed)
         _SlotMemory.deallocate(entries)
         entries = newEntries
+        links = _SlotLinks(newEntries)
         hashes = Self.resized(hashes, used: slotsUsed, to: newCapacity).unsafelyUnwrapped
         costs = Self.resized(costs, used: slotsUsed, to: newCapacity)
         generations = Self.resized(generations, used: slotsUsed, to: newCapacity)
-        links.resize(used: slotsUsed, to: newCapacity)
         policy.reserve(slotCapacity: newCapacity, used: slotsUsed)
         slotCapacity = newCapacity
     }
@@ -383,14 +382,17 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     }
 }
 
-/// A slot's key and value.
+/// One slot: its list links, key and value, side by side so a hit touches one record.
 @usableFromInline
 struct _Entry<Key, Value> {
+    /// Set by the policy when the entry is inserted (see `_SlotLinks`).
+    @usableFromInline var link: _Link
     @usableFromInline var key: Key
     @usableFromInline var value: Value
 
     @inlinable
     init(key: Key, value: Value) {
+        self.link = _Link(prev: -1, next: -1)
         self.key = key
         self.value = value
     }

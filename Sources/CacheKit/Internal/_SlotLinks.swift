@@ -32,48 +32,50 @@ struct _Link {
 /// `prev`/`next` links for every slot, shared by all the lists over one slot array.
 ///
 /// A slot is in at most one list at a time (a policy list, or the engine's free list), so one pair
-/// of links per slot serves them all. This is an unowned view: `_CacheCore` allocates and frees the
-/// memory. Writes go through the pointer, so the list operations are non-mutating.
+/// of links per slot serves them all. The links live inside the slot records themselves (the
+/// `link` field of `_Entry`), so a hit that reads an entry has that entry's links in the same
+/// cache line; this view addresses them by base pointer and record stride. It is unowned: the
+/// engine owns the records. Writes go through the pointer, so the list operations are
+/// non-mutating. A freed slot's key and value are deinitialized but its link stays usable: the
+/// free list runs through it.
 @usableFromInline
 struct _SlotLinks {
-    @usableFromInline var links: UnsafeMutablePointer<_Link>
+    /// The address of slot 0's link.
+    @usableFromInline var base: UnsafeMutableRawPointer
+    /// Bytes from one slot's link to the next.
+    @usableFromInline var stride: Int
 
     @inlinable
-    init(capacity: Int) {
-        links = _SlotMemory.allocate(_Link.self, capacity: capacity)
-    }
-
-    /// Moves the links into storage of `newCapacity` slots, keeping the first `used` of them.
-    @inlinable
-    mutating func resize(used: Int, to newCapacity: Int) {
-        let newLinks = _SlotMemory.allocate(_Link.self, capacity: newCapacity)
-        newLinks.moveInitialize(from: links, count: used)
-        _SlotMemory.deallocate(links)
-        links = newLinks
+    init<Key, Value>(_ entries: UnsafeMutablePointer<_Entry<Key, Value>>) {
+        base = UnsafeMutableRawPointer(entries) + MemoryLayout<_Entry<Key, Value>>.offset(of: \.link)!
+        stride = MemoryLayout<_Entry<Key, Value>>.stride
     }
 
     @inlinable
-    func deallocate() { _SlotMemory.deallocate(links) }
+    @inline(__always)
+    func link(_ slot: Int32) -> UnsafeMutablePointer<_Link> {
+        (base + Int(slot) &* stride).assumingMemoryBound(to: _Link.self)
+    }
 
     /// The slot after `slot` in its list, or -1.
     @inlinable
     @inline(__always)
-    func next(_ slot: Int32) -> Int32 { links[Int(slot)].next }
+    func next(_ slot: Int32) -> Int32 { link(slot).pointee.next }
 
     /// Sets the slot after `slot` (for singly linked use, like the free list).
     @inlinable
     @inline(__always)
-    func setNext(_ slot: Int32, _ next: Int32) { links[Int(slot)].next = next }
+    func setNext(_ slot: Int32, _ next: Int32) { link(slot).pointee.next = next }
 
     /// Appends `slot` at the tail (the newest end) of `list`.
     @inlinable
     @inline(__always)
     func pushBack(_ slot: Int32, _ list: inout _ListHead) {
-        links[Int(slot)] = _Link(prev: list.tail, next: -1)
+        link(slot).pointee = _Link(prev: list.tail, next: -1)
         if list.tail == -1 {
             list.head = slot
         } else {
-            links[Int(list.tail)].next = slot
+            link(list.tail).pointee.next = slot
         }
         list.tail = slot
     }
@@ -82,9 +84,9 @@ struct _SlotLinks {
     @inlinable
     @inline(__always)
     func unlink(_ slot: Int32, _ list: inout _ListHead) {
-        let link = links[Int(slot)]
-        if link.prev == -1 { list.head = link.next } else { links[Int(link.prev)].next = link.next }
-        if link.next == -1 { list.tail = link.prev } else { links[Int(link.next)].prev = link.prev }
+        let l = link(slot).pointee
+        if l.prev == -1 { list.head = l.next } else { link(l.prev).pointee.next = l.next }
+        if l.next == -1 { list.tail = l.prev } else { link(l.next).pointee.prev = l.prev }
     }
 
     /// Moves `slot`, already in `list`, to its tail.
