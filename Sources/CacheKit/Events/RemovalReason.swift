@@ -1,4 +1,7 @@
 /// Why an entry left a cache. Every removal a removal handler hears carries one.
+///
+/// Later releases add reasons (expiry is next, as `expired`); a `switch` over this type outside
+/// CacheKit should keep a `default` case, or test ``isEviction`` instead.
 public enum RemovalReason: String, Hashable, Sendable, CaseIterable {
     /// Evicted by the policy to keep the cache within its `countLimit`.
     case evictedForCount
