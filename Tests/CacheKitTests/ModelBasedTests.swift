@@ -23,10 +23,16 @@ struct ModelBasedTests {
         let keySpace = Int.random(in: 8...40, using: &rng)
         let costly = seed % 2 == 0
 
+        var history: [String] = []  // printed with a failure
         for step in 0..<steps {
             let key = Int.random(in: 0..<keySpace, using: &rng)
-            let context = Comment(rawValue: "\(kind) \(policy) seed \(seed) step \(step)")
-            switch Int.random(in: 0..<100, using: &rng) {
+            let op = Int.random(in: 0..<100, using: &rng)
+            history.append("op \(op) key \(key) -> \(model.keys)")
+            if history.count > 12 { history.removeFirst() }
+            let context = Comment(
+                rawValue: "\(kind) \(policy) seed \(seed) step \(step); last steps:\n\(history.joined(separator: "\n"))"
+            )
+            switch op {
             case 0..<30:
                 #expect(cache.value(forKey: key) == model.value(forKey: key), context)
             case 30..<35:

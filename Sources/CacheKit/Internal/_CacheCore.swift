@@ -169,7 +169,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         if evictInline && countLimit > 0 && count >= countLimit {
             // Make room for one: the policy's first victims, no target arithmetic per eviction.
             repeat {
-                let victim = policy.firstVictim(links: links)
+                let victim = policy.nextVictim(links: links)
                 if victim == -1 { break }
                 removals.append(removeSlot(victim, reason: .evictedForCount))
             } while count >= countLimit
@@ -207,11 +207,11 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// Asks no one: for caches without an eviction veto.
     @inlinable
     mutating func trim(to target: _TrimTarget, protecting: Int32, removals: inout _Removals<Key, Value>) {
-        var slot = policy.firstVictim(links: links)
-        while slot != -1, let reason = target.reasonToEvict(count: count, cost: totalCost) {
-            let next = policy.victim(after: slot, links: links)
-            if slot != protecting { removals.append(removeSlot(slot, reason: reason)) }
-            slot = next
+        while let reason = target.reasonToEvict(count: count, cost: totalCost) {
+            var slot = policy.nextVictim(links: links)
+            if slot != -1 && slot == protecting { slot = policy.victim(after: slot, links: links) }
+            if slot == -1 { return }
+            removals.append(removeSlot(slot, reason: reason))
         }
     }
 

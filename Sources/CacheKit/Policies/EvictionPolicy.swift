@@ -11,6 +11,10 @@
 /// - ``fifo``: entries leave in insertion order; reads change nothing. Cheapest on reads.
 /// - ``lfu``: least frequently used leaves first; ties go to the least recently used. Good when
 ///   popularity is stable; slow to forget entries that were popular long ago.
+/// - ``sieve``: SIEVE (Zhang et al., NSDI 2024). New entries wait in a queue; a read marks an
+///   entry visited; a hand sweeping the queue evicts the first unvisited entry and clears the
+///   marks it passes. Reads are as cheap as FIFO's, and it keeps popular entries as LRU does or
+///   better, and resists scans.
 ///
 /// Every policy runs in O(1) per operation and allocates nothing per access.
 public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
@@ -19,6 +23,7 @@ public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
         case lru
         case fifo
         case lfu
+        case sieve
     }
 
     @usableFromInline let kind: Kind
@@ -32,16 +37,18 @@ public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
     public static let fifo = EvictionPolicy(.fifo)
     /// Least frequently used, ties broken by least recent use.
     public static let lfu = EvictionPolicy(.lfu)
+    /// SIEVE: FIFO with a visited bit and a moving hand; reads never relink.
+    public static let sieve = EvictionPolicy(.sieve)
 
     /// Every policy CacheKit offers.
     public static var allCases: [EvictionPolicy] { Kind.allCases.map(EvictionPolicy.init) }
 
-    /// The policy's short name, as the command line spells it: `lru`, `fifo`, `lfu`.
+    /// The policy's short name, as the command line spells it: `lru`, `fifo`, `lfu`, `sieve`.
     public var name: String { kind.rawValue }
 
     public var description: String { name }
 
-    /// The policy named `name` (`lru`, `fifo`, `lfu`; case-insensitive), or `nil`.
+    /// The policy named `name` (`lru`, `fifo`, `lfu`, `sieve`; case-insensitive), or `nil`.
     public init?(name: String) {
         guard let kind = Kind(rawValue: name.lowercased()) else { return nil }
         self.kind = kind

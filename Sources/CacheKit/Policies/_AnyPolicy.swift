@@ -7,6 +7,7 @@ enum _AnyPolicy: _EvictionPolicy {
     case lru(_LRUPolicy)
     case fifo(_FIFOPolicy)
     case lfu(_LFUPolicy)
+    case sieve(_SIEVEPolicy)
 
     @inlinable
     init(_ policy: EvictionPolicy, slotCapacity: Int) {
@@ -14,6 +15,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lru: self = .lru(_LRUPolicy())
         case .fifo: self = .fifo(_FIFOPolicy())
         case .lfu: self = .lfu(_LFUPolicy(slotCapacity: slotCapacity))
+        case .sieve: self = .sieve(_SIEVEPolicy(slotCapacity: slotCapacity))
         }
     }
 
@@ -23,6 +25,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lru: .lru
         case .fifo: .fifo
         case .lfu: .lfu
+        case .sieve: .sieve
         }
     }
 
@@ -33,6 +36,9 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lfu(var p):
             p.reserve(slotCapacity: slotCapacity, used: used)
             self = .lfu(p)
+        case .sieve(var p):
+            p.reserve(slotCapacity: slotCapacity, used: used)
+            self = .sieve(p)
         }
     }
 
@@ -49,6 +55,9 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lfu(var p):
             p.didInsert(slot, links: links)
             self = .lfu(p)
+        case .sieve(var p):
+            p.didInsert(slot, links: links)
+            self = .sieve(p)
         }
     }
 
@@ -63,6 +72,9 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lfu(var p):
             p.didAccess(slot, links: links)
             self = .lfu(p)
+        case .sieve(var p):
+            p.didAccess(slot, links: links)
+            self = .sieve(p)
         }
     }
 
@@ -77,6 +89,9 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lfu(var p):
             p.didUpdate(slot, links: links)
             self = .lfu(p)
+        case .sieve(var p):
+            p.didUpdate(slot, links: links)
+            self = .sieve(p)
         }
     }
 
@@ -93,6 +108,9 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lfu(var p):
             p.didRemove(slot, links: links)
             self = .lfu(p)
+        case .sieve(var p):
+            p.didRemove(slot, links: links)
+            self = .sieve(p)
         }
     }
 
@@ -108,6 +126,22 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lfu(var p):
             p.removeAll()
             self = .lfu(p)
+        case .sieve(var p):
+            p.removeAll()
+            self = .sieve(p)
+        }
+    }
+
+    @inlinable
+    @inline(__always)
+    mutating func nextVictim(links: _SlotLinks) -> Int32 {
+        switch self {
+        case .sieve(var p):
+            let victim = p.nextVictim(links: links)
+            self = .sieve(p)
+            return victim
+        case .lru, .fifo, .lfu:
+            return firstVictim(links: links)
         }
     }
 
@@ -118,6 +152,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lru(let p): p.firstVictim(links: links)
         case .fifo(let p): p.firstVictim(links: links)
         case .lfu(let p): p.firstVictim(links: links)
+        case .sieve(let p): p.firstVictim(links: links)
         }
     }
 
@@ -128,6 +163,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lru(let p): p.victim(after: slot, links: links)
         case .fifo(let p): p.victim(after: slot, links: links)
         case .lfu(let p): p.victim(after: slot, links: links)
+        case .sieve(let p): p.victim(after: slot, links: links)
         }
     }
 
@@ -137,6 +173,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lru(let p): p.deallocate()
         case .fifo(let p): p.deallocate()
         case .lfu(let p): p.deallocate()
+        case .sieve(let p): p.deallocate()
         }
     }
 }

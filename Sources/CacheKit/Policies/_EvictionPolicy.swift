@@ -20,7 +20,10 @@ protocol _EvictionPolicy {
     mutating func didRemove(_ slot: Int32, links: _SlotLinks)
     /// Every entry left; forget all state.
     mutating func removeAll()
-    /// The slot to evict first, or `-1` when empty.
+    /// The slot to evict now, or `-1` when empty. May update the policy's state (SIEVE moves its
+    /// hand); called only when an eviction follows.
+    mutating func nextVictim(links: _SlotLinks) -> Int32
+    /// The slot that would be evicted first, without changing anything; `-1` when empty.
     func firstVictim(links: _SlotLinks) -> Int32
     /// The slot to evict after `slot` (if `slot` stays), or `-1`.
     func victim(after slot: Int32, links: _SlotLinks) -> Int32

@@ -30,6 +30,10 @@ struct _FIFOPolicy: _EvictionPolicy {
 
     @inlinable
     @inline(__always)
+    mutating func nextVictim(links: _SlotLinks) -> Int32 { firstVictim(links: links) }
+
+    @inlinable
+    @inline(__always)
     func firstVictim(links: _SlotLinks) -> Int32 { list.head }
 
     @inlinable

@@ -138,6 +138,10 @@ struct _LFUPolicy: _EvictionPolicy {
     }
 
     @inlinable
+    @inline(__always)
+    mutating func nextVictim(links: _SlotLinks) -> Int32 { firstVictim(links: links) }
+
+    @inlinable
     func firstVictim(links: _SlotLinks) -> Int32 {
         lowest == -1 ? -1 : buckets[Int(lowest)].members.head
     }

@@ -42,4 +42,45 @@ enum Traces {
         endLine()
         return keys
     }
+
+    /// The keys of a trace with one integer per line; a line `*` is a marker and is skipped.
+    static func lineKeys(_ name: String) throws -> [Int] {
+        try String(contentsOf: url(name), encoding: .utf8)
+            .split(whereSeparator: \.isNewline)
+            .filter { $0 != "*" }
+            .map { line in
+                guard let key = Int(line.trimmingCharacters(in: .whitespaces)) else {
+                    throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: name])
+                }
+                return key
+            }
+    }
+
+    /// The `column` of a CSV trace with a header line.
+    static func csvKeys(_ name: String, column: String) throws -> [Int] {
+        let lines = try String(contentsOf: url(name), encoding: .utf8).split(whereSeparator: \.isNewline)
+        guard let header = lines.first, let c = header.split(separator: ",").firstIndex(where: { $0 == column }) else {
+            throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: name])
+        }
+        return lines.dropFirst().map { line in Int(line.split(separator: ",")[c])! }
+    }
+
+    /// The object ids of a libCacheSim oracleGeneral trace: 24-byte little-endian records
+    /// {u32 time, u64 id, u32 size, i64 next access}.
+    static func oracleGeneralKeys(_ name: String) throws -> [Int] {
+        let data = try Data(contentsOf: url(name))
+        return stride(from: 0, to: data.count - 23, by: 24).map { offset in
+            var id: UInt64 = 0
+            for i in 0..<8 { id |= UInt64(data[data.startIndex + offset + 4 + i]) << (8 * i) }
+            return Int(bitPattern: UInt(id))
+        }
+    }
+
+    /// The keys of any trace in the folder, read by its extension.
+    static func keys(_ name: String) throws -> [Int] {
+        if name.hasSuffix(".lis") { return try arcKeys(name) }
+        if name.hasSuffix(".csv") { return try csvKeys(name, column: "lbn") }
+        if name.hasSuffix(".bin") { return try oracleGeneralKeys(name) }
+        return try lineKeys(name)
+    }
 }
