@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "CacheKit", targets: ["CacheKit"]),
+        .library(name: "CacheKitSimulator", targets: ["CacheKitSimulator"]),
         .executable(name: "cachekit", targets: ["cachekit"]),
     ],
     dependencies: [
@@ -23,13 +24,23 @@ let package = Package(
             name: "CacheKit",
             swiftSettings: internalChecks
         ),
+        // Trace reading, synthetic workloads, replay and the OPT bound: what `cachekit simulate`
+        // runs, as a library so it is tested and reusable. Depends on CacheKit and Foundation only.
+        .target(
+            name: "CacheKitSimulator",
+            dependencies: ["CacheKit"]
+        ),
         .executableTarget(
             name: "cachekit",
-            dependencies: ["CacheKit"]
+            dependencies: ["CacheKit", "CacheKitSimulator"]
         ),
         .testTarget(
             name: "CacheKitTests",
             dependencies: ["CacheKit"]
+        ),
+        .testTarget(
+            name: "CacheKitSimulatorTests",
+            dependencies: ["CacheKitSimulator", "CacheKit"]
         ),
     ],
     swiftLanguageModes: [.v6]

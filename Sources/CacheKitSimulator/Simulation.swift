@@ -1,0 +1,169 @@
+import CacheKit
+
+/// What one policy at one size did on a trace.
+public struct SimulationResult: Sendable, Equatable {
+    /// The policy's name (`lru`, `sieve`, …, or `opt` for the bound).
+    public var policy: String
+    /// The cache size in entries.
+    public var size: Int
+    public var requests: Int
+    public var hits: Int
+    public var misses: Int
+    /// Seconds spent replaying (reading the trace excluded).
+    public var seconds: Double
+
+    public init(policy: String, size: Int, requests: Int, hits: Int, misses: Int, seconds: Double) {
+        self.policy = policy
+        self.size = size
+        self.requests = requests
+        self.hits = hits
+        self.misses = misses
+        self.seconds = seconds
+    }
+
+    public var hitRatio: Double { requests == 0 ? 0 : Double(hits) / Double(requests) }
+    public var missRatio: Double { 1 - hitRatio }
+    /// Replay speed.
+    public var requestsPerSecond: Double { seconds > 0 ? Double(requests) / seconds : .infinity }
+}
+
+/// Replays traces through CacheKit's own caches, and computes the optimal bound.
+public enum Simulator {
+    /// Replays `keys` through a `SerialCache` with `policy` and `countLimit: size`: the same
+    /// engine and policy code a `Cache` runs. A request is a hit when the key is cached (which
+    /// counts as a use); on a miss the key is inserted.
+    ///
+    /// - Complexity: O(*n*) for *n* requests.
+    public static func replay(_ keys: [Int], policy: EvictionPolicy, size: Int) -> SimulationResult {
+        precondition(size > 0, "size must be positive (got \(size))")
+        let cache = SerialCache<Int, Bool>(countLimit: size, policy: policy)
+        var hits = 0
+        let clock = ContinuousClock()
+        let start = clock.now
+        for key in keys {
+            if cache.value(forKey: key) != nil {
+                hits &+= 1
+            } else {
+                cache.setValue(true, forKey: key)
+            }
+        }
+        let elapsed = clock.now - start
+        return SimulationResult(
+            policy: policy.name,
+            size: size,
+            requests: keys.count,
+            hits: hits,
+            misses: keys.count - hits,
+            seconds: elapsed.seconds
+        )
+    }
+
+    /// Belady's MIN with forced insertion: every missed key is admitted, and when the cache is
+    /// full the victim is the cached key whose next request lies furthest in the future. No
+    /// policy that admits every miss can miss less.
+    ///
+    /// - Complexity: O(*n* log *n*) time and O(*n*) memory for *n* requests.
+    public static func optimal(_ keys: [Int], size: Int) -> SimulationResult {
+        precondition(size > 0, "size must be positive (got \(size))")
+        let clock = ContinuousClock()
+        let start = clock.now
+        let n = keys.count
+        // nextUse[i]: where keys[i] is requested next; never again counts as n + i (distinct, later
+        // than any real request, so ties cannot arise).
+        var nextUse = [Int](repeating: 0, count: n)
+        var lastSeen: [Int: Int] = [:]
+        lastSeen.reserveCapacity(Swift.min(n, 1 << 20))
+        for i in stride(from: n - 1, through: 0, by: -1) {
+            nextUse[i] = lastSeen.updateValue(i, forKey: keys[i]) ?? (n + i)
+        }
+        lastSeen = [:]
+        // cached[key] = the key's next use; the heap holds (next use, key) pairs, some stale.
+        var cached: [Int: Int] = [:]
+        cached.reserveCapacity(size)
+        var heap = _MaxHeap()
+        var hits = 0
+        for i in 0..<n {
+            let key = keys[i]
+            if cached[key] != nil {
+                hits += 1
+            } else if cached.count == size {
+                while true {
+                    let top = heap.popMax()
+                    if cached[top.key] == top.nextUse {
+                        cached[top.key] = nil
+                        break
+                    }
+                }
+            }
+            cached[key] = nextUse[i]
+            heap.push(nextUse: nextUse[i], key: key)
+            if heap.count > 4 * size + 1024 {  // drop stale pairs so memory tracks the cache size
+                heap = _MaxHeap(cached.map { ($0.value, $0.key) })
+            }
+        }
+        return SimulationResult(
+            policy: "opt",
+            size: size,
+            requests: n,
+            hits: hits,
+            misses: n - hits,
+            seconds: (clock.now - start).seconds
+        )
+    }
+}
+
+/// A binary max-heap of (next use, key) pairs, ordered by next use.
+struct _MaxHeap {
+    private var items: [(nextUse: Int, key: Int)] = []
+
+    init() {}
+
+    init(_ pairs: [(Int, Int)]) {
+        items = pairs.map { (nextUse: $0.0, key: $0.1) }
+        for i in stride(from: items.count / 2 - 1, through: 0, by: -1) { siftDown(i) }
+    }
+
+    var count: Int { items.count }
+
+    mutating func push(nextUse: Int, key: Int) {
+        items.append((nextUse, key))
+        var i = items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard items[parent].nextUse < items[i].nextUse else { break }
+            items.swapAt(parent, i)
+            i = parent
+        }
+    }
+
+    mutating func popMax() -> (nextUse: Int, key: Int) {
+        let top = items[0]
+        let last = items.removeLast()
+        if !items.isEmpty {
+            items[0] = last
+            siftDown(0)
+        }
+        return top
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var i = start
+        while true {
+            let l = 2 * i + 1
+            let r = l + 1
+            var largest = i
+            if l < items.count && items[l].nextUse > items[largest].nextUse { largest = l }
+            if r < items.count && items[r].nextUse > items[largest].nextUse { largest = r }
+            if largest == i { return }
+            items.swapAt(i, largest)
+            i = largest
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (s, attoseconds) = components
+        return Double(s) + Double(attoseconds) / 1e18
+    }
+}

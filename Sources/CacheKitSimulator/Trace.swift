@@ -1,0 +1,257 @@
+import Foundation
+
+/// A trace: the sequence of keys a cache was asked for, each request one key of size 1.
+public struct Trace: Sendable {
+    /// Where the trace came from: a file path or a synthetic workload's description.
+    public var name: String
+    /// The requested keys, in order. Non-numeric keys (CSV) are hashed to integers.
+    public var keys: [Int]
+
+    public init(name: String, keys: [Int]) {
+        self.name = name
+        self.keys = keys
+    }
+
+    /// The number of distinct keys.
+    public var uniqueKeyCount: Int { Set(keys).count }
+}
+
+/// The trace file formats `cachekit simulate` reads.
+public enum TraceFormat: String, Sendable, CaseIterable {
+    /// One key per line; a line `*` is a marker and is skipped (LIRS traces, `.trace`, `.keys`).
+    case lines
+    /// ARC's `.lis`: lines `start count x y`, each standing for keys `start ..< start + count`.
+    case arc
+    /// CSV with a header line; the key is the column named by `keyColumn`.
+    case csv
+    /// libCacheSim oracleGeneral: packed little-endian 24-byte records
+    /// `{u32 time, u64 id, u32 size, i64 next access}`; the key is `id`.
+    case oracleGeneral
+
+    /// The format a file's extension implies: `.lis` ARC, `.csv` CSV, `.bin` oracleGeneral, and one
+    /// key per line for `.trace`, `.keys`, `.txt`. `nil` for anything else.
+    public init?(pathExtension: String) {
+        switch pathExtension.lowercased() {
+        case "lis": self = .arc
+        case "csv": self = .csv
+        case "bin", "oraclegeneral": self = .oracleGeneral
+        case "trace", "keys", "txt": self = .lines
+        default: return nil
+        }
+    }
+}
+
+/// Why a trace could not be read. Each case names the file, and the line where there is one.
+public enum TraceError: Error, Equatable, CustomStringConvertible {
+    case unreadable(path: String, reason: String)
+    case unknownFormat(path: String)
+    case malformedLine(path: String, line: Int, text: String, expected: String)
+    case missingColumn(path: String, column: String, header: String)
+    case truncatedRecord(path: String, byteOffset: Int)
+    case empty(path: String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let reason):
+            "\(path): cannot read: \(reason)"
+        case .unknownFormat(let path):
+            "\(path): unknown trace format; name it with --format (\(TraceFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
+        case .malformedLine(let path, let line, let text, let expected):
+            "\(path):\(line): malformed line '\(text)': expected \(expected)"
+        case .missingColumn(let path, let column, let header):
+            "\(path):1: no column '\(column)' in the header '\(header)'"
+        case .truncatedRecord(let path, let offset):
+            "\(path): truncated 24-byte record at byte \(offset)"
+        case .empty(let path):
+            "\(path): the trace holds no requests"
+        }
+    }
+}
+
+extension Trace {
+    /// Reads a trace file, streaming it in 1 MiB chunks so that only the keys stay in memory
+    /// (8 bytes a request).
+    ///
+    /// - Parameters:
+    ///   - path: The file.
+    ///   - format: Its format; `nil` picks one by the extension.
+    ///   - keyColumn: For CSV, the column that holds the key; `nil` tries `obj_id`, `key`, `id`,
+    ///     `lbn`, in that order.
+    /// - Throws: `TraceError`, naming the file and line.
+    public static func read(path: String, format: TraceFormat? = nil, keyColumn: String? = nil) throws -> Trace {
+        guard let format = format ?? TraceFormat(pathExtension: (path as NSString).pathExtension) else {
+            throw TraceError.unknownFormat(path: path)
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw TraceError.unreadable(path: path, reason: "no such file, or no permission")
+        }
+        defer { try? handle.close() }
+        var keys: [Int] = []
+        switch format {
+        case .oracleGeneral:
+            try readRecords(handle, path: path, into: &keys)
+        case .lines, .arc, .csv:
+            var parser = LineParser(path: path, format: format, keyColumn: keyColumn)
+            try forEachLine(handle, path: path) { line, number in try parser.parse(line, number: number, into: &keys) }
+        }
+        guard !keys.isEmpty else { throw TraceError.empty(path: path) }
+        return Trace(name: path, keys: keys)
+    }
+
+    private static func chunks(_ handle: FileHandle, path: String, _ body: (Data) throws -> Void) throws {
+        while true {
+            let chunk: Data?
+            do {
+                chunk = try handle.read(upToCount: 1 << 20)
+            } catch {
+                throw TraceError.unreadable(path: path, reason: "\(error.localizedDescription)")
+            }
+            guard let chunk, !chunk.isEmpty else { return }
+            try body(chunk)
+        }
+    }
+
+    /// Calls `body` with each line (without its newline) and its 1-based number.
+    private static func forEachLine(
+        _ handle: FileHandle,
+        path: String,
+        _ body: (ArraySlice<UInt8>, Int) throws -> Void
+    ) throws {
+        var pending: [UInt8] = []
+        var number = 0
+        try chunks(handle, path: path) { chunk in
+            pending.append(contentsOf: chunk)
+            var start = pending.startIndex
+            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                number += 1
+                try body(pending[start..<newline], number)
+                start = newline + 1
+            }
+            pending.removeSubrange(..<start)
+        }
+        if !pending.isEmpty { try body(pending[...], number + 1) }
+    }
+
+    private static func readRecords(_ handle: FileHandle, path: String, into keys: inout [Int]) throws {
+        var pending: [UInt8] = []
+        var offset = 0
+        try chunks(handle, path: path) { chunk in
+            pending.append(contentsOf: chunk)
+            let whole = pending.count / 24 * 24
+            pending.withUnsafeBytes { bytes in
+                var r = 0
+                while r < whole {
+                    keys.append(
+                        Int(
+                            truncatingIfNeeded: UInt64(
+                                littleEndian: bytes.loadUnaligned(fromByteOffset: r + 4, as: UInt64.self)
+                            )
+                        )
+                    )
+                    r += 24
+                }
+            }
+            offset += whole
+            pending.removeSubrange(..<whole)
+        }
+        if !pending.isEmpty { throw TraceError.truncatedRecord(path: path, byteOffset: offset) }
+    }
+}
+
+/// Turns lines of a text trace into keys.
+struct LineParser {
+    let path: String
+    let format: TraceFormat
+    let keyColumn: String?
+    /// CSV: the key's column index, known once the header is read.
+    var column: Int?
+
+    init(path: String, format: TraceFormat, keyColumn: String?) {
+        self.path = path
+        self.format = format
+        self.keyColumn = keyColumn
+    }
+
+    mutating func parse(_ raw: ArraySlice<UInt8>, number: Int, into keys: inout [Int]) throws {
+        var line = raw
+        while let last = line.last, last == UInt8(ascii: "\r") || last == UInt8(ascii: " ") || last == 9 {
+            line.removeLast()
+        }
+        while let first = line.first, first == UInt8(ascii: " ") || first == 9 { line.removeFirst() }
+        switch format {
+        case .lines:
+            if line.isEmpty || line.elementsEqual("*".utf8) { return }
+            guard let key = Self.integer(line) else { throw malformed(line, number, expected: "one integer key") }
+            keys.append(key)
+        case .arc:
+            if line.isEmpty { return }
+            let fields = line.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == 9 })
+            guard fields.count >= 2, let start = Self.integer(fields[0]), let count = Self.integer(fields[1]),
+                count >= 0
+            else { throw malformed(line, number, expected: "'start count ...' with integers") }
+            keys.append(contentsOf: start..<(start + count))
+        case .csv:
+            let fields = line.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
+            guard let column else {
+                let names = fields.map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespaces) }
+                let wanted = keyColumn.map { [$0] } ?? ["obj_id", "key", "id", "lbn"]
+                guard let found = wanted.lazy.compactMap({ names.firstIndex(of: $0) }).first else {
+                    throw TraceError.missingColumn(
+                        path: path,
+                        column: keyColumn ?? "obj_id|key|id|lbn",
+                        header: String(decoding: line, as: UTF8.self)
+                    )
+                }
+                column = found
+                return
+            }
+            if line.isEmpty { return }
+            guard column < fields.count else {
+                throw malformed(line, number, expected: "at least \(column + 1) comma-separated fields")
+            }
+            let field = fields[column]
+            keys.append(Self.integer(field) ?? Self.hash(field))
+        case .oracleGeneral:
+            preconditionFailure("binary traces are not read by lines")
+        }
+    }
+
+    private func malformed(_ line: ArraySlice<UInt8>, _ number: Int, expected: String) -> TraceError {
+        .malformedLine(
+            path: path,
+            line: number,
+            text: String(decoding: line.prefix(80), as: UTF8.self),
+            expected: expected
+        )
+    }
+
+    /// A decimal integer with an optional sign, or `nil`.
+    static func integer(_ bytes: ArraySlice<UInt8>) -> Int? {
+        var value = 0
+        var negative = false
+        var digits = bytes[...]
+        if let first = digits.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
+            negative = first == UInt8(ascii: "-")
+            digits.removeFirst()
+        }
+        guard !digits.isEmpty else { return nil }
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+            guard !o1 && !o2 else { return nil }
+            value = sum
+        }
+        return negative ? -value : value
+    }
+
+    /// FNV-1a of a non-numeric key: stable across runs, so results are repeatable.
+    static func hash(_ bytes: ArraySlice<UInt8>) -> Int {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            h ^= UInt64(byte)
+            h &*= 0x100_0000_01b3
+        }
+        return Int(bitPattern: UInt(h))
+    }
+}

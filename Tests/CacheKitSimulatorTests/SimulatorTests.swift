@@ -1,0 +1,171 @@
+import CacheKit
+import CacheKitSimulator
+import Foundation
+import Testing
+
+/// `../shared/traces/` beside the package, when this checkout has it.
+enum SharedTraces {
+    static let directory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("shared/traces")
+    static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+    static var isPresent: Bool { FileManager.default.fileExists(atPath: path("README.md")) }
+}
+
+@Suite("OPT and the simulator")
+struct SimulatorTests {
+    /// A plainly written Belady: on a miss with a full cache, scan forward for each cached key.
+    static func referenceOPT(_ keys: [Int], size: Int) -> Int {
+        var cached: [Int] = []
+        var misses = 0
+        for (i, key) in keys.enumerated() {
+            if cached.contains(key) { continue }
+            misses += 1
+            if cached.count == size {
+                let victim = cached.max { a, b in
+                    (keys[(i + 1)...].firstIndex(of: a) ?? Int.max) < (keys[(i + 1)...].firstIndex(of: b) ?? Int.max)
+                }!
+                cached.removeAll { $0 == victim }
+            }
+            cached.append(key)
+        }
+        return misses
+    }
+
+    @Test("OPT agrees with a plainly written Belady on random traces")
+    func optMatchesReference() {
+        var state: UInt64 = 7
+        for round in 0..<200 {
+            let length = 1 + round % 60
+            let keySpace = 2 + round % 9
+            let keys = (0..<length).map { _ in
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return Int(state >> 33) % keySpace
+            }
+            for size in 1...4 {
+                #expect(
+                    Simulator.optimal(keys, size: size).misses == Self.referenceOPT(keys, size: size),
+                    "keys \(keys) size \(size)"
+                )
+            }
+        }
+    }
+
+    @Test("OPT never misses more than any policy")
+    func optIsABound() {
+        let trace = Workload.standard.trace()
+        let opt = Simulator.optimal(trace.keys, size: 2000)
+        for policy in EvictionPolicy.allCases {
+            #expect(opt.misses <= Simulator.replay(trace.keys, policy: policy, size: 2000).misses, "\(policy)")
+        }
+    }
+
+    @Test("synthetic workloads are repeatable and shaped as described")
+    func workloads() {
+        #expect(Workload.standard.trace().keys == Workload.standard.trace().keys)
+        #expect(Workload.standard.trace().keys.count == 1_000_000)
+        let loop = Workload.loop(keys: 10, requests: 25).trace().keys
+        #expect(loop == (0..<25).map { $0 % 10 })
+        let zipf = Workload.zipf(keys: 1000, skew: 1.0, requests: 100_000).trace().keys
+        let rank0 = zipf.filter { $0 == 0 }.count
+        let rank9 = zipf.filter { $0 == 9 }.count
+        #expect(rank0 > 5 * rank9, "rank 1 is ten times as popular as rank 10 at skew 1")
+        #expect(zipf.allSatisfy { (0..<1000).contains($0) })
+        let scans = Workload.zipfWithScans(keys: 100, skew: 0.9, requests: 1000, scanEvery: 300, scanLength: 50)
+            .trace().keys
+        #expect(scans.count == 1000)
+        #expect(Array(scans[300..<350]) == Array(100..<150), "the first scan: 50 fresh keys after 300 requests")
+    }
+}
+
+@Suite("Trace files")
+struct TraceFileTests {
+    func write(_ text: String, _ name: String) throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("cachekit-\(UUID().uuidString)-\(name)")
+        try Data(text.utf8).write(to: url)
+        return url.path
+    }
+
+    @Test("each text format reads, markers and blank lines skipped")
+    func formats() throws {
+        #expect(try Trace.read(path: write("1\n*\n2\n\n3\r\n", "a.trace")).keys == [1, 2, 3])
+        #expect(try Trace.read(path: write("5 3 0 0\n1 1 0 0\n", "a.lis")).keys == [5, 6, 7, 1])
+        #expect(try Trace.read(path: write("time,obj_id,size\n1,10,4\n2,abc,4\n3,10,4\n", "a.csv")).keys.count == 3)
+        let csv = try Trace.read(path: write("t,lbn\n1,7\n2,8\n", "b.csv"), keyColumn: "lbn")
+        #expect(csv.keys == [7, 8])
+        #expect(try Trace.read(path: write("9\n8", "c.data"), format: .lines).keys == [9, 8])
+    }
+
+    @Test("bad input names the file and line")
+    func errors() throws {
+        let bad = try write("1\n2\nx3\n", "bad.trace")
+        #expect(throws: TraceError.malformedLine(path: bad, line: 3, text: "x3", expected: "one integer key")) {
+            try Trace.read(path: bad)
+        }
+        let badArc = try write("1 2 0 0\nseven\n", "bad.lis")
+        #expect(
+            throws: TraceError.malformedLine(
+                path: badArc,
+                line: 2,
+                text: "seven",
+                expected: "'start count ...' with integers"
+            )
+        ) {
+            try Trace.read(path: badArc)
+        }
+        let unknown = try write("1\n", "x.weird")
+        #expect(throws: TraceError.unknownFormat(path: unknown)) { try Trace.read(path: unknown) }
+        let empty = try write("*\n\n", "e.trace")
+        #expect(throws: TraceError.empty(path: empty)) { try Trace.read(path: empty) }
+        let noColumn = try write("a,b\n1,2\n", "n.csv")
+        #expect(throws: TraceError.missingColumn(path: noColumn, column: "obj_id|key|id|lbn", header: "a,b")) {
+            try Trace.read(path: noColumn)
+        }
+        let truncated = try write(String(repeating: "x", count: 30), "t.bin")
+        #expect(throws: TraceError.truncatedRecord(path: truncated, byteOffset: 24)) { try Trace.read(path: truncated) }
+        #expect(throws: TraceError.self) { try Trace.read(path: "/nonexistent/trace.lis") }
+        #expect(
+            "\(TraceError.malformedLine(path: "f", line: 3, text: "x", expected: "y"))"
+                == "f:3: malformed line 'x': expected y"
+        )
+    }
+
+    @Test("a file larger than one read chunk streams across chunk boundaries")
+    func chunked() throws {
+        let keys = (0..<300_000).map { $0 * 7 }
+        let path = try write(keys.map(String.init).joined(separator: "\n"), "big.trace")
+        #expect(try Trace.read(path: path).keys == keys)
+    }
+}
+
+@Suite("Reference traces", .enabled(if: SharedTraces.isPresent, "../shared/traces is absent; skipped"))
+struct ReferenceTraceTests {
+    /// OPT misses from `../shared/traces/README.md`.
+    static let opt: [(trace: String, size: Int, misses: Int)] = [
+        ("OLTP.lis", 1000, 424_052), ("OLTP.lis", 2000, 361_996), ("gli.trace", 1000, 2819),
+        ("gli.trace", 2000, 2529), ("loop.trace", 1000, 6500), ("sprite.trace", 708, 11561),
+        ("multi2.trace", 568, 11867), ("2_pools.trace", 994, 31535), ("cloudPhysicsIO.csv", 4897, 71620),
+        ("cloudPhysicsIO.oracleGeneral.bin", 4897, 71620), ("web12.keys", 1376, 19085),
+    ]
+
+    @Test("OPT reproduces the reference miss counts", arguments: opt)
+    func optMisses(trace: String, size: Int, misses: Int) throws {
+        let keys = try Trace.read(path: SharedTraces.path(trace), keyColumn: trace.hasSuffix(".csv") ? "lbn" : nil).keys
+        #expect(Simulator.optimal(keys, size: size).misses == misses)
+    }
+
+    @Test("the CSV and the binary form of a trace hold the same keys")
+    func csvMatchesBinary() throws {
+        let csv = try Trace.read(path: SharedTraces.path("cloudPhysicsIO.csv"), keyColumn: "lbn")
+        let bin = try Trace.read(path: SharedTraces.path("cloudPhysicsIO.oracleGeneral.bin"))
+        #expect(csv.keys == bin.keys)
+        #expect(csv.keys.count == 113_872)
+    }
+
+    @Test("replay reproduces the reference LRU and SIEVE misses on OLTP")
+    func replay() throws {
+        let keys = try Trace.read(path: SharedTraces.path("OLTP.lis")).keys
+        #expect(Simulator.replay(keys, policy: .lru, size: 1000).misses == 614_023)
+        #expect(Simulator.replay(keys, policy: .sieve, size: 2000).misses == 537_648)
+    }
+}
