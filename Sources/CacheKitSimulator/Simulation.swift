@@ -6,12 +6,16 @@ public struct SimulationResult: Sendable, Equatable {
     public var policy: String
     /// The cache size in entries.
     public var size: Int
+    /// Requests replayed.
     public var requests: Int
+    /// Requests whose key was cached.
     public var hits: Int
+    /// Requests whose key was not cached (and was then inserted).
     public var misses: Int
     /// Seconds spent replaying (reading the trace excluded).
     public var seconds: Double
 
+    /// Creates a result record.
     public init(policy: String, size: Int, requests: Int, hits: Int, misses: Int, seconds: Double) {
         self.policy = policy
         self.size = size
@@ -21,7 +25,9 @@ public struct SimulationResult: Sendable, Equatable {
         self.seconds = seconds
     }
 
+    /// Hits over requests.
     public var hitRatio: Double { requests == 0 ? 0 : Double(hits) / Double(requests) }
+    /// Misses over requests.
     public var missRatio: Double { 1 - hitRatio }
     /// Replay speed.
     public var requestsPerSecond: Double { seconds > 0 ? Double(requests) / seconds : .infinity }

@@ -7,6 +7,7 @@ public struct Trace: Sendable {
     /// The requested keys, in order. Non-numeric keys (CSV) are hashed to integers.
     public var keys: [Int]
 
+    /// A trace of `keys` called `name`.
     public init(name: String, keys: [Int]) {
         self.name = name
         self.keys = keys
@@ -43,11 +44,17 @@ public enum TraceFormat: String, Sendable, CaseIterable {
 
 /// Why a trace could not be read. Each case names the file, and the line where there is one.
 public enum TraceError: Error, Equatable, CustomStringConvertible {
+    /// The file could not be opened or read.
     case unreadable(path: String, reason: String)
+    /// No format was given and the extension implies none.
     case unknownFormat(path: String)
+    /// A line (1-based) that does not parse as the format requires.
     case malformedLine(path: String, line: Int, text: String, expected: String)
+    /// The CSV header lacks the key column.
     case missingColumn(path: String, column: String, header: String)
+    /// A binary trace ends inside a record.
     case truncatedRecord(path: String, byteOffset: Int)
+    /// The file holds no requests.
     case empty(path: String)
 
     public var description: String {

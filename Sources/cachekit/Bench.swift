@@ -171,21 +171,16 @@ enum Bench {
             results.filter { $0.subject == "Dictionary" }.map { ($0.workload, $0.nsPerOp) },
             uniquingKeysWith: { a, _ in a }
         )
-        var rows = [["subject", "policy", "workload", "threads", "ns/op", "vs Dictionary"]]
+        var rows: [[String]] = []
         for r in results {
             let ratio = baseline[r.workload].map { String(format: "%.2fx", r.nsPerOp / $0) } ?? "-"
             rows.append([r.subject, r.policy, r.workload, "\(r.threads)", String(format: "%.1f", r.nsPerOp), ratio])
         }
-        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for (i, row) in rows.enumerated() {
-            let cells = row.enumerated().map { column, cell in
-                column >= 3
-                    ? String(repeating: " ", count: widths[column] - cell.count) + cell
-                    : cell + String(repeating: " ", count: widths[column] - cell.count)
-            }
-            print(cells.joined(separator: "  "))
-            if i == 0 { print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
-        }
+        printAligned(
+            header: ["subject", "policy", "workload", "threads", "ns/op", "vs Dictionary"],
+            rows: rows,
+            rightAligned: [3, 4, 5]
+        )
         func find(_ subject: String, _ policy: String) -> Double? {
             results.first { $0.subject == subject && $0.policy == policy && $0.workload == "mix" && $0.threads == 1 }?
                 .nsPerOp

@@ -31,15 +31,16 @@ enum MemoryBench {
         }
         print("cachekit bench --memory: resident-set growth holding \(entries) Int->Int entries")
         let baseline = results.first { $0.subject == "Dictionary" }?.bytesPerEntry ?? .nan
-        print("subject      policy  bytes/entry  vs Dictionary")
-        print("-----------  ------  -----------  -------------")
-        for r in results {
-            print(
-                r.subject.padding(toLength: 11, withPad: " ", startingAt: 0) + "  "
-                    + r.policy.padding(toLength: 6, withPad: " ", startingAt: 0) + "  "
-                    + String(format: "%11.1f  %12.2fx", r.bytesPerEntry, r.bytesPerEntry / baseline)
-            )
-        }
+        printAligned(
+            header: ["subject", "policy", "bytes/entry", "vs Dictionary"],
+            rows: results.map { r in
+                [
+                    r.subject, r.policy, String(format: "%.1f", r.bytesPerEntry),
+                    String(format: "%.2fx", r.bytesPerEntry / baseline),
+                ]
+            },
+            rightAligned: [2, 3]
+        )
         #else
         print("cachekit bench --memory reads the resident set from /proc and runs on Linux only.")
         #endif

@@ -1,22 +1,29 @@
+import CacheKitSimulator
 import Foundation
 
-// cachekit: CacheKit's command-line tool. Subcommands: bench (the default for now).
+// cachekit: CacheKit's command-line tool. Subcommands: simulate (the default) and bench.
 let usage = """
-    usage: cachekit [bench] [options]
+    usage: cachekit [simulate|bench] [options]
 
     subcommands:
-      bench   ns/op of CacheKit's caches against Dictionary and NSCache (default)
-              bench --memory: bytes per entry
+      simulate  replay a trace or a built-in workload through every eviction policy and OPT,
+                and recommend a policy (the default)
+      bench     ns/op of CacheKit's caches against Dictionary and NSCache
+                bench --memory: bytes per entry
 
-    Run `cachekit bench --help` for the options.
+    Run `cachekit simulate --help` or `cachekit bench --help` for the options.
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-let subcommand = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 } ?? "bench"
+let subcommands: Set = ["simulate", "bench", "help"]
+// A first argument that is not a subcommand (an option, or a trace file) goes to simulate.
+let subcommand = arguments.first.flatMap { subcommands.contains($0) ? $0 : nil } ?? "simulate"
 if arguments.first == subcommand { arguments.removeFirst() }
 
 do {
     switch subcommand {
+    case "simulate":
+        try Simulate.run(arguments)
     case "bench":
         try Bench.run(arguments)
     case "help":
@@ -24,6 +31,9 @@ do {
     default:
         throw Arguments.Failure(description: "unknown subcommand '\(subcommand)'")
     }
+} catch let error as TraceError {
+    FileHandle.standardError.write(Data("cachekit: \(error)\n".utf8))
+    exit(1)
 } catch {
     FileHandle.standardError.write(Data("cachekit: \(error)\n\n\(usage)\n".utf8))
     exit(2)

@@ -1,0 +1,272 @@
+import CacheKit
+import CacheKitSimulator
+import Foundation
+
+/// `cachekit simulate`: replays a trace (or a built-in workload) through every chosen policy at
+/// every chosen size, beside Belady's OPT, and says which policy wins.
+enum Simulate {
+    static let usage = """
+        usage: cachekit simulate [TRACE] [options]
+
+        Replays TRACE (or a built-in synthetic workload) through CacheKit's eviction policies and
+        Belady's OPT, and prints hits, misses, hit ratio and the gap to OPT for each policy and size.
+
+        trace:
+          TRACE                 a trace file; format from the extension (.lis ARC, .csv CSV,
+                                .bin oracleGeneral, .trace/.keys/.txt one key per line)
+          --format F            lines, arc, csv or oracleGeneral, for other extensions
+          --key-column NAME     CSV: the key column (default: obj_id, key, id or lbn)
+          --workload W          without TRACE: zipf-scans (default), zipf or loop
+          --keys N              workload key space (default 100_000)
+          --requests N          workload length (default 1_000_000)
+          --skew S              Zipf skew (default 0.9)
+          --seed N              workload seed (default 42)
+
+        what to run:
+          --policy LIST         lru,fifo,lfu,sieve, opt (the bound), default (what Cache uses), or all
+                                (default: all)
+          --size N | --sizes LIST  cache sizes in entries, or percentages of the unique keys
+                                (--sizes 1%,10%); default 1%,5%,10%
+          --json                print a JSON array (policy, size, requests, hits, misses, hitRatio, ...)
+          --plot FILE.svg       also write the miss-ratio curve of every policy as SVG
+        """
+
+    static func run(_ argv: [String]) throws {
+        var argv = argv
+        var tracePath: String?
+        if let first = argv.first, !first.hasPrefix("-") {
+            tracePath = first
+            argv.removeFirst()
+        }
+        let args = try Arguments(
+            argv,
+            valueFlags: [
+                "format", "key-column", "workload", "keys", "requests", "skew", "seed", "policy", "size", "sizes",
+                "plot",
+            ],
+            booleanFlags: ["json", "help"]
+        )
+        if args.flag("help") {
+            print(usage)
+            return
+        }
+        let trace = try loadTrace(path: tracePath, args)
+        let unique = trace.uniqueKeyCount
+        let sizes = try parseSizes(args, unique: unique)
+        let (policies, wantsOPT) = try parsePolicies(args)
+        Bench.warnIfDebug()
+
+        var results: [SimulationResult] = []
+        let progress = Progress(total: sizes.count * (policies.count + (wantsOPT ? 1 : 0)), requests: trace.keys.count)
+        for size in sizes {
+            if wantsOPT {
+                progress.step("opt at \(size)")
+                results.append(Simulator.optimal(trace.keys, size: size))
+            }
+            for policy in policies {
+                progress.step("\(policy) at \(size)")
+                results.append(Simulator.replay(trace.keys, policy: policy, size: size))
+            }
+        }
+        progress.finish()
+
+        if let plot = args.string("plot") {
+            do {
+                try MissRatioPlot.svg(results, title: trace.name).write(toFile: plot, atomically: true, encoding: .utf8)
+            } catch {
+                throw Arguments.Failure(description: "--plot: cannot write '\(plot)': \(error.localizedDescription)")
+            }
+        }
+        if args.flag("json") {
+            try printJSON(results)
+        } else {
+            printTable(results, trace: trace, unique: unique)
+        }
+    }
+
+    static func loadTrace(path: String?, _ args: Arguments) throws -> Trace {
+        if let path {
+            var format: TraceFormat?
+            if let name = args.string("format") {
+                guard let f = TraceFormat(rawValue: name) else {
+                    throw Arguments.Failure(
+                        description:
+                            "--format: unknown format '\(name)' (choose from \(TraceFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
+                    )
+                }
+                format = f
+            }
+            return try Trace.read(path: path, format: format, keyColumn: args.string("key-column"))
+        }
+        let keys = try args.int("keys", default: 100_000)
+        let requests = try args.int("requests", default: 1_000_000)
+        let seed = UInt64(try args.int("seed", default: 42, minimum: 0))
+        var skew = 0.9
+        if let text = args.string("skew") {
+            guard let s = Double(text), s >= 0, s.isFinite else {
+                throw Arguments.Failure(description: "--skew must be a number >= 0 (got '\(text)')")
+            }
+            skew = s
+        }
+        let workload: Workload
+        switch args.string("workload") ?? "zipf-scans" {
+        case "zipf-scans":
+            workload =
+                args.string("keys") == nil && args.string("requests") == nil && args.string("skew") == nil
+                ? .standard
+                : .zipfWithScans(
+                    keys: keys,
+                    skew: skew,
+                    requests: requests,
+                    scanEvery: max(1, requests / 10),
+                    scanLength: max(1, keys / 20)
+                )
+        case "zipf": workload = .zipf(keys: keys, skew: skew, requests: requests)
+        case "loop": workload = .loop(keys: keys, requests: requests)
+        case let other:
+            throw Arguments.Failure(
+                description: "--workload: unknown workload '\(other)' (choose from zipf-scans, zipf, loop)"
+            )
+        }
+        return workload.trace(seed: seed)
+    }
+
+    static func parseSizes(_ args: Arguments, unique: Int) throws -> [Int] {
+        if args.string("size") != nil && args.string("sizes") != nil {
+            throw Arguments.Failure(description: "--size and --sizes: give one of them")
+        }
+        if args.string("size") != nil { return [try args.int("size", default: 1)] }
+        let text = args.string("sizes") ?? "1%,5%,10%"
+        var sizes: [Int] = []
+        for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            if item.hasSuffix("%") {
+                guard let percent = Double(item.dropLast()), percent > 0, percent <= 100 else {
+                    throw Arguments.Failure(description: "--sizes: '\(item)' is not a percentage in (0, 100]")
+                }
+                sizes.append(max(1, Int((Double(unique) * percent / 100).rounded())))
+            } else {
+                guard let n = Int(item.replacingOccurrences(of: "_", with: "")), n > 0 else {
+                    throw Arguments.Failure(description: "--sizes: '\(item)' is not a positive size or a percentage")
+                }
+                sizes.append(n)
+            }
+        }
+        guard !sizes.isEmpty else { throw Arguments.Failure(description: "--sizes needs at least one size") }
+        return Array(Set(sizes)).sorted()
+    }
+
+    static func parsePolicies(_ args: Arguments) throws -> ([EvictionPolicy], Bool) {
+        let names = try args.list(
+            "policy",
+            default: ["all"],
+            allowed: EvictionPolicy.allCases.map(\.name) + ["opt", "default", "all"]
+        )
+        var policies: [EvictionPolicy] = []
+        var opt = false
+        for name in names {
+            switch name {
+            case "all":
+                policies += EvictionPolicy.allCases
+                opt = true
+            case "opt": opt = true
+            case "default": policies.append(Self.defaultPolicy)
+            default: policies.append(EvictionPolicy(name: name)!)
+            }
+        }
+        var seen = Set<EvictionPolicy>()
+        return (policies.filter { seen.insert($0).inserted }, opt)
+    }
+
+    /// The policy a `Cache` uses when none is given.
+    static var defaultPolicy: EvictionPolicy { Cache<Int, Int>().policy }
+
+    static func printTable(_ results: [SimulationResult], trace: Trace, unique: Int) {
+        print("cachekit simulate: \(trace.name): \(trace.keys.count) requests, \(unique) unique keys")
+        let header = ["policy", "size", "requests", "hits", "misses", "hit ratio", "gap to OPT", "Mreq/s"]
+        var rows: [[String]] = []
+        for result in results {
+            let opt = results.first { $0.policy == "opt" && $0.size == result.size }
+            let gap = opt.map { String(format: "%.2f pts", ($0.hitRatio - result.hitRatio) * 100) } ?? "-"
+            rows.append([
+                result.policy, "\(result.size)", "\(result.requests)", "\(result.hits)", "\(result.misses)",
+                String(format: "%.4f", result.hitRatio), result.policy == "opt" ? "" : gap,
+                String(format: "%.1f", result.requestsPerSecond / 1e6),
+            ])
+        }
+        printAligned(header: header, rows: rows, rightAligned: Set(1..<header.count))
+        // The recommendation: the best policy at each size, and the best on average.
+        let real = results.filter { $0.policy != "opt" }
+        guard !real.isEmpty else { return }
+        print("")
+        for size in Set(real.map(\.size)).sorted() {
+            let best = real.filter { $0.size == size }.max { $0.hitRatio < $1.hitRatio }!
+            print(
+                "at \(size) entries the best policy is \(best.policy) (hit ratio \(String(format: "%.4f", best.hitRatio)))"
+            )
+        }
+        let byPolicy = Dictionary(grouping: real, by: \.policy).mapValues { rs in
+            rs.map(\.hitRatio).reduce(0, +) / Double(rs.count)
+        }
+        if let best = byPolicy.max(by: { $0.value < $1.value }) {
+            print(
+                "recommended policy for this workload: \(best.key) (mean hit ratio \(String(format: "%.4f", best.value)) over the sizes)"
+            )
+        }
+    }
+
+    struct Row: Encodable {
+        var policy: String
+        var size: Int
+        var requests: Int
+        var hits: Int
+        var misses: Int
+        var hitRatio: Double
+        var seconds: Double
+        var requestsPerSecond: Double
+    }
+
+    static func printJSON(_ results: [SimulationResult]) throws {
+        let rows = results.map { r in
+            Row(
+                policy: r.policy,
+                size: r.size,
+                requests: r.requests,
+                hits: r.hits,
+                misses: r.misses,
+                hitRatio: r.hitRatio,
+                seconds: r.seconds,
+                requestsPerSecond: r.requestsPerSecond.isFinite ? r.requestsPerSecond : 0
+            )
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        print(String(decoding: try encoder.encode(rows), as: UTF8.self))
+    }
+}
+
+/// One line on stderr per step, overwritten in place, when stderr is a terminal and the run is
+/// long enough to wait for (at least 5 million requests to replay in all).
+final class Progress {
+    private let total: Int
+    private let enabled: Bool
+    private var done = 0
+
+    init(total: Int, requests: Int) {
+        self.total = total
+        enabled = isatty(STDERR_FILENO) != 0 && total * requests >= 5_000_000
+    }
+
+    func step(_ label: String) {
+        guard enabled else { return }
+        let width = 30
+        let filled = width * done / max(1, total)
+        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+        FileHandle.standardError.write(Data("\r[\(bar)] \(done + 1)/\(total) \(label)\u{1B}[K".utf8))
+        done += 1
+    }
+
+    func finish() {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+}
