@@ -4,7 +4,7 @@ import Foundation
 public enum Workload: Sendable, Equatable {
     /// Keys `0..<keys` drawn with Zipf popularity: key rank *r* has weight 1 / *r*^`skew`.
     case zipf(keys: Int, skew: Double, requests: Int)
-    /// The Zipf workload with a scan every `scanEvery` requests: `scanLength` keys never seen
+    /// The Zipf workload with a scan after every `scanEvery` Zipf requests: `scanLength` keys never seen
     /// before, each requested once (a backup or a batch job sweeping through).
     case zipfWithScans(keys: Int, skew: Double, requests: Int, scanEvery: Int, scanLength: Int)
     /// Keys `0..<keys` requested in order, over and over (LRU's worst case when it is too small).
@@ -35,7 +35,7 @@ public enum Workload: Sendable, Equatable {
 
     /// The trace this workload produces with `seed`.
     public func trace(seed: UInt64 = 42) -> Trace {
-        var rng = _SplitMix64(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var keys: [Int] = []
         switch self {
         case .zipf(let count, let skew, let requests):
@@ -46,14 +46,19 @@ public enum Workload: Sendable, Equatable {
             let zipf = _ZipfSampler(keys: count, skew: skew)
             keys.reserveCapacity(requests)
             var fresh = count  // scan keys lie above the Zipf key space and never repeat
+            var sinceScan = 0  // Zipf requests since the last scan
             while keys.count < requests {
-                if keys.count > 0 && keys.count % every == 0 {
+                if sinceScan == every {
                     for _ in 0..<Swift.min(length, requests - keys.count) {
                         keys.append(fresh)
                         fresh += 1
                     }
+                    sinceScan = 0
                 }
-                if keys.count < requests { keys.append(zipf.next(&rng)) }
+                if keys.count < requests {
+                    keys.append(zipf.next(&rng))
+                    sinceScan += 1
+                }
             }
         case .loop(let count, let requests):
             keys = (0..<requests).map { $0 % count }
@@ -79,7 +84,7 @@ struct _ZipfSampler {
         self.cumulative = cumulative.map { $0 / sum }
     }
 
-    func next(_ rng: inout _SplitMix64) -> Int {
+    func next(_ rng: inout SplitMix64) -> Int {
         let u = Double(rng.next() >> 11) / Double(1 << 53)
         var lo = 0
         var hi = cumulative.count - 1
@@ -91,11 +96,15 @@ struct _ZipfSampler {
     }
 }
 
-/// SplitMix64: a tiny seeded generator.
-struct _SplitMix64: RandomNumberGenerator {
+/// SplitMix64: a tiny seeded generator, so a workload (or a benchmark) sees the same numbers on
+/// every run.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+
+    /// A generator that starts from `seed`.
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

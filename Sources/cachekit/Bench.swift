@@ -1,4 +1,5 @@
 import CacheKit
+import CacheKitSimulator
 import Dispatch
 import Foundation
 
@@ -278,19 +279,4 @@ struct UncheckedSendable<T>: @unchecked Sendable {
 @inline(never)
 func blackHole(_ value: Int) {
     if value == .min { print("") }
-}
-
-/// A fixed-seed generator, so every run times the same operations.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

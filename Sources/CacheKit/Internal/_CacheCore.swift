@@ -345,25 +345,11 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         _SlotMemory.deallocate(entries)
         entries = newEntries
         links = _SlotLinks(newEntries)
-        hashes = Self.resized(hashes, used: slotsUsed, to: newCapacity).unsafelyUnwrapped
-        costs = Self.resized(costs, used: slotsUsed, to: newCapacity)
-        generations = Self.resized(generations, used: slotsUsed, to: newCapacity)
+        hashes = _SlotMemory.resized(hashes, used: slotsUsed, to: newCapacity).unsafelyUnwrapped
+        costs = _SlotMemory.resized(costs, used: slotsUsed, to: newCapacity)
+        generations = _SlotMemory.resized(generations, used: slotsUsed, to: newCapacity)
         policy.reserve(slotCapacity: newCapacity, used: slotsUsed)
         slotCapacity = newCapacity
-    }
-
-    @inlinable
-    static func resized<T: FixedWidthInteger>(
-        _ old: UnsafeMutablePointer<T>?,
-        used: Int,
-        to newCapacity: Int
-    ) -> UnsafeMutablePointer<T>? {
-        guard let old else { return nil }
-        let new = _SlotMemory.allocate(T.self, capacity: newCapacity)
-        new.initialize(repeating: 0, count: newCapacity)
-        new.update(from: old, count: used)
-        _SlotMemory.deallocate(old)
-        return new
     }
 
     /// Doubles the index and re-inserts every slot.

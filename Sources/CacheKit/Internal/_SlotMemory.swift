@@ -39,6 +39,22 @@ enum _SlotMemory {
         deallocateRaw(UnsafeMutableRawPointer(pointer) - headerSize(T.self))
     }
 
+    /// `old` grown (or shrunk) to `newCapacity` values: the first `used` copied, the rest zero.
+    /// `nil` stays `nil`.
+    @inlinable
+    static func resized<T: FixedWidthInteger>(
+        _ old: UnsafeMutablePointer<T>?,
+        used: Int,
+        to newCapacity: Int
+    ) -> UnsafeMutablePointer<T>? {
+        guard let old else { return nil }
+        let new = allocate(T.self, capacity: newCapacity)
+        new.initialize(repeating: 0, count: newCapacity)
+        new.update(from: old, count: used)
+        deallocate(old)
+        return new
+    }
+
     @usableFromInline
     static func allocateRaw(byteCount: Int, alignment: Int) -> UnsafeMutableRawPointer {
         #if canImport(Glibc) || canImport(Musl)

@@ -42,10 +42,7 @@ struct _LFUPolicy: _EvictionPolicy {
 
     @inlinable
     mutating func reserve(slotCapacity: Int, used: Int) {
-        let newSlotBucket = _SlotMemory.allocate(Int32.self, capacity: slotCapacity)
-        newSlotBucket.update(from: slotBucket, count: used)
-        _SlotMemory.deallocate(slotBucket)
-        slotBucket = newSlotBucket
+        slotBucket = _SlotMemory.resized(slotBucket, used: used, to: slotCapacity).unsafelyUnwrapped
     }
 
     /// Doubles the bucket pool. Buckets are few (one per distinct use count), so the pool grows

@@ -25,10 +25,7 @@ struct _SIEVEPolicy: _EvictionPolicy {
 
     @inlinable
     mutating func reserve(slotCapacity: Int, used: Int) {
-        let newVisited = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
-        newVisited.update(from: visited, count: used)
-        _SlotMemory.deallocate(visited)
-        visited = newVisited
+        visited = _SlotMemory.resized(visited, used: used, to: slotCapacity).unsafelyUnwrapped
     }
 
     @inlinable
