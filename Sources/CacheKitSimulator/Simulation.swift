@@ -39,14 +39,19 @@ public enum Simulator {
     /// engine and policy code a `Cache` runs. A request is a hit when the key is cached (which
     /// counts as a use); on a miss the key is inserted.
     ///
+    /// Keys are hashed with a fixed function (`TraceKey`) instead of the process-seeded
+    /// `Hasher`, so that policies that sample hashes (W-TinyLFU's sketch, the ghosts of ARC and
+    /// S3-FIFO) give the same figures on every run.
+    ///
     /// - Complexity: O(*n*) for *n* requests.
     public static func replay(_ keys: [Int], policy: EvictionPolicy, size: Int) -> SimulationResult {
         precondition(size > 0, "size must be positive (got \(size))")
-        let cache = SerialCache<Int, Bool>(countLimit: size, policy: policy)
+        let cache = SerialCache<TraceKey, Bool>(countLimit: size, policy: policy)
         var hits = 0
         let clock = ContinuousClock()
         let start = clock.now
-        for key in keys {
+        for id in keys {
+            let key = TraceKey(id: id)
             if cache.value(forKey: key) != nil {
                 hits &+= 1
             } else {
@@ -171,5 +176,22 @@ extension Duration {
     var seconds: Double {
         let (s, attoseconds) = components
         return Double(s) + Double(attoseconds) / 1e18
+    }
+}
+
+/// A trace's key with a fixed hash: the SplitMix64 finalizer of its id, whatever the process's
+/// hash seed. Replays are then reproducible to the request. (Trace keys come from files the user
+/// chose, so the flooding protection that per-process seeds give is not needed here.)
+struct TraceKey: Hashable {
+    var id: Int
+
+    func hash(into hasher: inout Hasher) { hasher.combine(id) }
+
+    // The hash a `SerialCache` uses (`hashValue` is `_rawHashValue(seed: 0)`).
+    func _rawHashValue(seed: Int) -> Int {
+        var z = UInt64(bitPattern: Int64(id)) &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Int(bitPattern: UInt(z ^ (z >> 31)))
     }
 }

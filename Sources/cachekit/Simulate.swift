@@ -178,7 +178,7 @@ enum Simulate {
     }
 
     /// The policy a `Cache` uses when none is given.
-    static var defaultPolicy: EvictionPolicy { Cache<Int, Int>().policy }
+    static var defaultPolicy: EvictionPolicy { .default }
 
     static func printTable(_ results: [SimulationResult], trace: Trace, unique: Int) {
         print("cachekit simulate: \(trace.name): \(trace.keys.count) requests, \(unique) unique keys")

@@ -5,7 +5,7 @@ import Testing
 /// every step: contents in eviction order, count, cost, write results and every removal reported.
 @Suite("Model-based")
 struct ModelBasedTests {
-    @Test("random operations agree with the reference model", arguments: allConfigurations)
+    @Test("random operations agree with the reference model", arguments: classicConfigurations)
     func agreesWithModel(kind: CacheKind, policy: EvictionPolicy) {
         for seed: UInt64 in 1...6 {
             replay(kind: kind, policy: policy, seed: seed, steps: 3_000)

@@ -44,11 +44,11 @@ struct TraceTests {
         cache._checkInvariants()
     }
 
-    @Test("Cache and SerialCache agree on the trace")
-    func threadSafeCacheAgrees() throws {
-        let keys = try Traces.arcKeys("OLTP.lis").prefix(200_000)
-        let serial = SerialCache<Int, Bool>(countLimit: 1000)
-        let shared = Cache<Int, Bool>(countLimit: 1000)
+    @Test("Cache and SerialCache agree on the trace", arguments: EvictionPolicy.allCases)
+    func threadSafeCacheAgrees(policy: EvictionPolicy) throws {
+        let keys = try Traces.arcKeys("OLTP.lis").prefix(100_000)
+        let serial = SerialCache<Int, Bool>(countLimit: 1000, policy: policy)
+        let shared = Cache<Int, Bool>(countLimit: 1000, policy: policy)
         var disagreements = 0
         for key in keys {
             if (serial[key] == nil) != (shared[key] == nil) { disagreements += 1 }

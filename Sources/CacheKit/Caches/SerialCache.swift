@@ -25,7 +25,8 @@ public final class SerialCache<Key: Hashable, Value> {
     /// - Parameters:
     ///   - countLimit: The most entries the cache holds; `0` (the default) means no limit.
     ///   - totalCostLimit: The most total cost the cache holds; `0` (the default) means no limit.
-    ///   - policy: Which entry leaves first when a limit is reached. Defaults to ``EvictionPolicy/lru``.
+    ///   - policy: Which entry leaves first when a limit is reached. Defaults to ``EvictionPolicy/lru``: YapCache's
+    ///     strict LRU, unlike ``Cache``, whose default is ``EvictionPolicy/default``.
     /// - Precondition: `countLimit` and `totalCostLimit` are not negative.
     public init(countLimit: Int = 0, totalCostLimit: Int = 0, policy: EvictionPolicy = .lru) {
         state = .allocate(capacity: 1)

@@ -34,7 +34,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var freeHead: Int32
     @usableFromInline var count: Int
     @usableFromInline var totalCost: Int
-    @usableFromInline var countLimit: Int
+    /// Also the capacity the policy sizes its segments and ghosts by (`0`: its resident count).
+    @usableFromInline var countLimit: Int {
+        didSet { policy.setCapacity(countLimit) }
+    }
     @usableFromInline var totalCostLimit: Int
 
     @inlinable
@@ -42,8 +45,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         precondition(countLimit >= 0, "countLimit must not be negative (got \(countLimit))")
         precondition(totalCostLimit >= 0, "totalCostLimit must not be negative (got \(totalCostLimit))")
         self.entries = _SlotMemory.allocate(_Entry<Key, Value>.self, capacity: 0)
-        self.links = _SlotLinks(entries)
         self.hashes = _SlotMemory.allocate(UInt32.self, capacity: 0)
+        self.links = _SlotLinks(entries, hashes: hashes)
         self.costs = nil
         self.generations = nil
         self.index = _HashIndex(bucketCount: 8)
@@ -55,6 +58,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         self.totalCost = 0
         self.countLimit = countLimit
         self.totalCostLimit = totalCostLimit
+        self.policy.setCapacity(countLimit)
     }
 
     @inlinable
@@ -166,6 +170,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             return .replaced
         }
         var bucket = found.bucket
+        policy.willInsert(hash: UInt32(truncatingIfNeeded: hash))
         if evictInline && countLimit > 0 && count >= countLimit {
             // Make room for one: the policy's first victims, no target arithmetic per eviction.
             repeat {
@@ -209,7 +214,11 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     mutating func trim(to target: _TrimTarget, protecting: Int32, removals: inout _Removals<Key, Value>) {
         while let reason = target.reasonToEvict(count: count, cost: totalCost) {
             var slot = policy.nextVictim(links: links)
-            if slot != -1 && slot == protecting { slot = policy.victim(after: slot, links: links) }
+            if slot != -1 && slot == protecting {
+                // Not the entry just written: the first in eviction order that is not it.
+                slot = policy.firstVictim(links: links)
+                if slot == protecting { slot = policy.victim(after: slot, links: links) }
+            }
             if slot == -1 { return }
             removals.append(removeSlot(slot, reason: reason))
         }
@@ -293,7 +302,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     mutating func removeSlot(_ slot: Int32, reason: RemovalReason) -> CacheRemoval<Key, Value> {
         let s = Int(slot)
         index.remove(at: index.bucket(ofSlot: slot, hash: Int(hashes[s])), hashes: hashes)
-        policy.didRemove(slot, links: links)
+        policy.didRemove(slot, evicted: reason.isEviction, links: links)
         if let costs { totalCost -= costs[s] }
         bumpGeneration(s)
         count -= 1
@@ -344,8 +353,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         newEntries.moveInitialize(from: entries, count: slotsUsed)
         _SlotMemory.deallocate(entries)
         entries = newEntries
-        links = _SlotLinks(newEntries)
         hashes = _SlotMemory.resized(hashes, used: slotsUsed, to: newCapacity).unsafelyUnwrapped
+        links = _SlotLinks(newEntries, hashes: hashes)
         costs = _SlotMemory.resized(costs, used: slotsUsed, to: newCapacity)
         generations = _SlotMemory.resized(generations, used: slotsUsed, to: newCapacity)
         policy.reserve(slotCapacity: newCapacity, used: slotsUsed)

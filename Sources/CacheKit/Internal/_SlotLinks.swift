@@ -44,12 +44,34 @@ struct _SlotLinks {
     @usableFromInline var base: UnsafeMutableRawPointer
     /// Bytes from one slot's link to the next.
     @usableFromInline var stride: Int
+    /// Each slot's key hash (truncated), for policies that remember keys after they leave
+    /// (ghosts) or count them (a frequency sketch).
+    @usableFromInline var hashes: UnsafeMutablePointer<UInt32>
 
     @inlinable
-    init<Key, Value>(_ entries: UnsafeMutablePointer<_Entry<Key, Value>>) {
+    init<Key, Value>(_ entries: UnsafeMutablePointer<_Entry<Key, Value>>, hashes: UnsafeMutablePointer<UInt32>) {
         base = UnsafeMutableRawPointer(entries) + MemoryLayout<_Entry<Key, Value>>.offset(of: \.link)!
         stride = MemoryLayout<_Entry<Key, Value>>.stride
+        self.hashes = hashes
     }
+
+    /// Links over a plain array of `_Link`s (a policy's own nodes), with `hashes` beside them.
+    @inlinable
+    init(nodes: UnsafeMutablePointer<_Link>, hashes: UnsafeMutablePointer<UInt32>) {
+        base = UnsafeMutableRawPointer(nodes)
+        stride = MemoryLayout<_Link>.stride
+        self.hashes = hashes
+    }
+
+    /// The key hash of the entry in `slot`.
+    @inlinable
+    @inline(__always)
+    func hash(_ slot: Int32) -> UInt32 { hashes[Int(slot)] }
+
+    /// The slot before `slot` in its list, or -1.
+    @inlinable
+    @inline(__always)
+    func prev(_ slot: Int32) -> Int32 { link(slot).pointee.prev }
 
     @inlinable
     @inline(__always)

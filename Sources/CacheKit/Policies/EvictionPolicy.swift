@@ -15,8 +15,24 @@
 ///   entry visited; a hand sweeping the queue evicts the first unvisited entry and clears the
 ///   marks it passes. Reads are as cheap as FIFO's, and it keeps popular entries as LRU does or
 ///   better, and resists scans.
+/// - ``s3fifo``: S3-FIFO (Yang et al., SOSP 2023). New entries wait in a small FIFO queue; those
+///   read again move to a main queue run as a 2-bit CLOCK; keys evicted from the small queue are
+///   remembered (by hash) so that a quick return goes straight to the main queue. Excellent on
+///   web and block workloads where most keys are used once; reads relink nothing.
+/// - ``arc``: the Adaptive Replacement Cache (Megiddo & Modha, FAST 2003). Balances a recency list
+///   and a frequency list, steered by ghost lists of recently evicted keys. Scan-resistant and
+///   self-tuning.
+/// - ``wTinyLFU``: W-TinyLFU (Einziger, Friedman & Manes, 2017) as in Caffeine: a small LRU
+///   window in front of a segmented-LRU main space, admission decided by a frequency sketch with
+///   aging, and a window resized by hill climbing. The best hit ratios across workloads, from
+///   recency-heavy to frequency-heavy, at a few more instructions per access.
 ///
-/// Every policy runs in O(1) per operation and allocates nothing per access.
+/// Every policy runs in O(1) (amortized) per operation and allocates nothing per access.
+///
+/// ``default`` (W-TinyLFU) is what a cache uses when you name none: across the real traces in
+/// CacheKit's README it comes closest to the optimal hit ratio on average and never collapses
+/// (LRU, FIFO, SIEVE and ARC score 0 on a loop slightly larger than the cache). Choose ``lru``
+/// for strict recency semantics (NSCache's), or run `cachekit simulate` on a trace of your own.
 public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
     @usableFromInline
     enum Kind: String, Hashable, Sendable, CaseIterable {
@@ -24,6 +40,9 @@ public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
         case fifo
         case lfu
         case sieve
+        case s3fifo
+        case arc
+        case wtinylfu
     }
 
     @usableFromInline let kind: Kind
@@ -39,18 +58,31 @@ public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
     public static let lfu = EvictionPolicy(.lfu)
     /// SIEVE: FIFO with a visited bit and a moving hand; reads never relink.
     public static let sieve = EvictionPolicy(.sieve)
+    /// S3-FIFO: small and main FIFO queues with a ghost queue of evicted keys.
+    public static let s3fifo = EvictionPolicy(.s3fifo)
+    /// ARC: adaptive balance of recency and frequency lists, with ghost lists.
+    public static let arc = EvictionPolicy(.arc)
+    /// W-TinyLFU: an LRU window, a frequency-sketch admission filter and a segmented-LRU main
+    /// space, with a hill-climbing window size.
+    public static let wTinyLFU = EvictionPolicy(.wtinylfu)
+
+    /// The policy caches use unless told otherwise: ``wTinyLFU``.
+    public static let `default` = wTinyLFU
 
     /// Every policy CacheKit offers.
     public static var allCases: [EvictionPolicy] { Kind.allCases.map(EvictionPolicy.init) }
 
-    /// The policy's short name, as the command line spells it: `lru`, `fifo`, `lfu`, `sieve`.
+    /// The policy's short name, as the command line spells it: `lru`, `fifo`, `lfu`, `sieve`,
+    /// `s3fifo`, `arc`, `wtinylfu`.
     public var name: String { kind.rawValue }
 
     public var description: String { name }
 
-    /// The policy named `name` (`lru`, `fifo`, `lfu`, `sieve`; case-insensitive), or `nil`.
+    /// The policy named `name`, or `nil`: one of the ``name``s, case-insensitive, with dashes
+    /// allowed (`S3-FIFO`, `W-TinyLFU`).
     public init?(name: String) {
-        guard let kind = Kind(rawValue: name.lowercased()) else { return nil }
+        let plain = String(name.lowercased().filter { $0 != "-" })
+        guard let kind = Kind(rawValue: plain) else { return nil }
         self.kind = kind
     }
 }

@@ -1,13 +1,17 @@
 /// The policy a cache was configured with, dispatched by a `switch` that the optimizer folds.
 ///
-/// Policy states are plain values over unowned memory, so taking one out, mutating it and putting
-/// it back copies a few words and no buffer.
+/// Policy states are plain values over unowned memory (the larger ones keep their state behind
+/// one pointer), so taking one out, mutating it and putting it back copies a few words and no
+/// buffer.
 @usableFromInline
 enum _AnyPolicy: _EvictionPolicy {
     case lru(_LRUPolicy)
     case fifo(_FIFOPolicy)
     case lfu(_LFUPolicy)
     case sieve(_SIEVEPolicy)
+    case s3fifo(_S3FIFOPolicy)
+    case arc(_ARCPolicy)
+    case wtinylfu(_WTinyLFUPolicy)
 
     @inlinable
     init(_ policy: EvictionPolicy, slotCapacity: Int) {
@@ -16,6 +20,9 @@ enum _AnyPolicy: _EvictionPolicy {
         case .fifo: self = .fifo(_FIFOPolicy())
         case .lfu: self = .lfu(_LFUPolicy(slotCapacity: slotCapacity))
         case .sieve: self = .sieve(_SIEVEPolicy(slotCapacity: slotCapacity))
+        case .s3fifo: self = .s3fifo(_S3FIFOPolicy(slotCapacity: slotCapacity))
+        case .arc: self = .arc(_ARCPolicy(slotCapacity: slotCapacity))
+        case .wtinylfu: self = .wtinylfu(_WTinyLFUPolicy(slotCapacity: slotCapacity))
         }
     }
 
@@ -26,19 +33,91 @@ enum _AnyPolicy: _EvictionPolicy {
         case .fifo: .fifo
         case .lfu: .lfu
         case .sieve: .sieve
+        case .s3fifo: .s3fifo
+        case .arc: .arc
+        case .wtinylfu: .wTinyLFU
+        }
+    }
+
+    @inlinable
+    mutating func setCapacity(_ capacity: Int) {
+        switch self {
+        case .lru(var p):
+            p.setCapacity(capacity)
+            self = .lru(p)
+        case .fifo(var p):
+            p.setCapacity(capacity)
+            self = .fifo(p)
+        case .lfu(var p):
+            p.setCapacity(capacity)
+            self = .lfu(p)
+        case .sieve(var p):
+            p.setCapacity(capacity)
+            self = .sieve(p)
+        case .s3fifo(var p):
+            p.setCapacity(capacity)
+            self = .s3fifo(p)
+        case .arc(var p):
+            p.setCapacity(capacity)
+            self = .arc(p)
+        case .wtinylfu(var p):
+            p.setCapacity(capacity)
+            self = .wtinylfu(p)
+        }
+    }
+
+    @inlinable
+    @inline(__always)
+    mutating func willInsert(hash: UInt32) {
+        switch self {
+        case .lru(var p):
+            p.willInsert(hash: hash)
+            self = .lru(p)
+        case .fifo(var p):
+            p.willInsert(hash: hash)
+            self = .fifo(p)
+        case .lfu(var p):
+            p.willInsert(hash: hash)
+            self = .lfu(p)
+        case .sieve(var p):
+            p.willInsert(hash: hash)
+            self = .sieve(p)
+        case .s3fifo(var p):
+            p.willInsert(hash: hash)
+            self = .s3fifo(p)
+        case .arc(var p):
+            p.willInsert(hash: hash)
+            self = .arc(p)
+        case .wtinylfu(var p):
+            p.willInsert(hash: hash)
+            self = .wtinylfu(p)
         }
     }
 
     @inlinable
     mutating func reserve(slotCapacity: Int, used: Int) {
         switch self {
-        case .lru, .fifo: break
+        case .lru(var p):
+            p.reserve(slotCapacity: slotCapacity, used: used)
+            self = .lru(p)
+        case .fifo(var p):
+            p.reserve(slotCapacity: slotCapacity, used: used)
+            self = .fifo(p)
         case .lfu(var p):
             p.reserve(slotCapacity: slotCapacity, used: used)
             self = .lfu(p)
         case .sieve(var p):
             p.reserve(slotCapacity: slotCapacity, used: used)
             self = .sieve(p)
+        case .s3fifo(var p):
+            p.reserve(slotCapacity: slotCapacity, used: used)
+            self = .s3fifo(p)
+        case .arc(var p):
+            p.reserve(slotCapacity: slotCapacity, used: used)
+            self = .arc(p)
+        case .wtinylfu(var p):
+            p.reserve(slotCapacity: slotCapacity, used: used)
+            self = .wtinylfu(p)
         }
     }
 
@@ -58,6 +137,15 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve(var p):
             p.didInsert(slot, links: links)
             self = .sieve(p)
+        case .s3fifo(var p):
+            p.didInsert(slot, links: links)
+            self = .s3fifo(p)
+        case .arc(var p):
+            p.didInsert(slot, links: links)
+            self = .arc(p)
+        case .wtinylfu(var p):
+            p.didInsert(slot, links: links)
+            self = .wtinylfu(p)
         }
     }
 
@@ -68,13 +156,22 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lru(var p):
             p.didAccess(slot, links: links)
             self = .lru(p)
-        case .fifo: break
         case .lfu(var p):
             p.didAccess(slot, links: links)
             self = .lfu(p)
         case .sieve(var p):
             p.didAccess(slot, links: links)
             self = .sieve(p)
+        case .s3fifo(var p):
+            p.didAccess(slot, links: links)
+            self = .s3fifo(p)
+        case .arc(var p):
+            p.didAccess(slot, links: links)
+            self = .arc(p)
+        case .wtinylfu(var p):
+            p.didAccess(slot, links: links)
+            self = .wtinylfu(p)
+        case .fifo: break
         }
     }
 
@@ -85,32 +182,50 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lru(var p):
             p.didUpdate(slot, links: links)
             self = .lru(p)
-        case .fifo: break
         case .lfu(var p):
             p.didUpdate(slot, links: links)
             self = .lfu(p)
         case .sieve(var p):
             p.didUpdate(slot, links: links)
             self = .sieve(p)
+        case .s3fifo(var p):
+            p.didUpdate(slot, links: links)
+            self = .s3fifo(p)
+        case .arc(var p):
+            p.didUpdate(slot, links: links)
+            self = .arc(p)
+        case .wtinylfu(var p):
+            p.didUpdate(slot, links: links)
+            self = .wtinylfu(p)
+        case .fifo: break
         }
     }
 
     @inlinable
     @inline(__always)
-    mutating func didRemove(_ slot: Int32, links: _SlotLinks) {
+    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
         switch self {
         case .lru(var p):
-            p.didRemove(slot, links: links)
+            p.didRemove(slot, evicted: evicted, links: links)
             self = .lru(p)
         case .fifo(var p):
-            p.didRemove(slot, links: links)
+            p.didRemove(slot, evicted: evicted, links: links)
             self = .fifo(p)
         case .lfu(var p):
-            p.didRemove(slot, links: links)
+            p.didRemove(slot, evicted: evicted, links: links)
             self = .lfu(p)
         case .sieve(var p):
-            p.didRemove(slot, links: links)
+            p.didRemove(slot, evicted: evicted, links: links)
             self = .sieve(p)
+        case .s3fifo(var p):
+            p.didRemove(slot, evicted: evicted, links: links)
+            self = .s3fifo(p)
+        case .arc(var p):
+            p.didRemove(slot, evicted: evicted, links: links)
+            self = .arc(p)
+        case .wtinylfu(var p):
+            p.didRemove(slot, evicted: evicted, links: links)
+            self = .wtinylfu(p)
         }
     }
 
@@ -129,6 +244,15 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve(var p):
             p.removeAll()
             self = .sieve(p)
+        case .s3fifo(var p):
+            p.removeAll()
+            self = .s3fifo(p)
+        case .arc(var p):
+            p.removeAll()
+            self = .arc(p)
+        case .wtinylfu(var p):
+            p.removeAll()
+            self = .wtinylfu(p)
         }
     }
 
@@ -136,12 +260,34 @@ enum _AnyPolicy: _EvictionPolicy {
     @inline(__always)
     mutating func nextVictim(links: _SlotLinks) -> Int32 {
         switch self {
+        case .lru(var p):
+            let result = p.nextVictim(links: links)
+            self = .lru(p)
+            return result
+        case .fifo(var p):
+            let result = p.nextVictim(links: links)
+            self = .fifo(p)
+            return result
+        case .lfu(var p):
+            let result = p.nextVictim(links: links)
+            self = .lfu(p)
+            return result
         case .sieve(var p):
-            let victim = p.nextVictim(links: links)
+            let result = p.nextVictim(links: links)
             self = .sieve(p)
-            return victim
-        case .lru, .fifo, .lfu:
-            return firstVictim(links: links)
+            return result
+        case .s3fifo(var p):
+            let result = p.nextVictim(links: links)
+            self = .s3fifo(p)
+            return result
+        case .arc(var p):
+            let result = p.nextVictim(links: links)
+            self = .arc(p)
+            return result
+        case .wtinylfu(var p):
+            let result = p.nextVictim(links: links)
+            self = .wtinylfu(p)
+            return result
         }
     }
 
@@ -153,6 +299,9 @@ enum _AnyPolicy: _EvictionPolicy {
         case .fifo(let p): p.firstVictim(links: links)
         case .lfu(let p): p.firstVictim(links: links)
         case .sieve(let p): p.firstVictim(links: links)
+        case .s3fifo(let p): p.firstVictim(links: links)
+        case .arc(let p): p.firstVictim(links: links)
+        case .wtinylfu(let p): p.firstVictim(links: links)
         }
     }
 
@@ -164,6 +313,9 @@ enum _AnyPolicy: _EvictionPolicy {
         case .fifo(let p): p.victim(after: slot, links: links)
         case .lfu(let p): p.victim(after: slot, links: links)
         case .sieve(let p): p.victim(after: slot, links: links)
+        case .s3fifo(let p): p.victim(after: slot, links: links)
+        case .arc(let p): p.victim(after: slot, links: links)
+        case .wtinylfu(let p): p.victim(after: slot, links: links)
         }
     }
 
@@ -174,6 +326,9 @@ enum _AnyPolicy: _EvictionPolicy {
         case .fifo(let p): p.deallocate()
         case .lfu(let p): p.deallocate()
         case .sieve(let p): p.deallocate()
+        case .s3fifo(let p): p.deallocate()
+        case .arc(let p): p.deallocate()
+        case .wtinylfu(let p): p.deallocate()
         }
     }
 }

@@ -10,14 +10,21 @@
 protocol _EvictionPolicy {
     /// Makes room for per-slot metadata of `slotCapacity` slots (the first `used` are in use).
     mutating func reserve(slotCapacity: Int, used: Int)
-    /// A new entry was stored in `slot`.
+    /// The cache's `countLimit` is now `capacity` (`0`: no count limit; size by resident count).
+    /// Called once at creation and on every change.
+    mutating func setCapacity(_ capacity: Int)
+    /// A new key with this hash is about to be stored: called before the cache makes room for
+    /// it, so a policy with ghosts can adapt its next victim choice to it.
+    mutating func willInsert(hash: UInt32)
+    /// A new entry was stored in `slot` (its hash is `links.hash(slot)`).
     mutating func didInsert(_ slot: Int32, links: _SlotLinks)
     /// The entry in `slot` was read.
     mutating func didAccess(_ slot: Int32, links: _SlotLinks)
     /// The entry in `slot` got a new value for the same key.
     mutating func didUpdate(_ slot: Int32, links: _SlotLinks)
-    /// The entry in `slot` left the cache, for any reason.
-    mutating func didRemove(_ slot: Int32, links: _SlotLinks)
+    /// The entry in `slot` left the cache: `evicted` when the cache chose it (an eviction),
+    /// not when a caller removed or replaced it.
+    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks)
     /// Every entry left; forget all state.
     mutating func removeAll()
     /// The slot to evict now, or `-1` when empty. May update the policy's state (SIEVE moves its

@@ -7,6 +7,13 @@ struct _FIFOPolicy: _EvictionPolicy {
     init() {}
 
     @inlinable
+    mutating func setCapacity(_ capacity: Int) {}
+
+    @inlinable
+    @inline(__always)
+    mutating func willInsert(hash: UInt32) {}
+
+    @inlinable
     mutating func reserve(slotCapacity: Int, used: Int) {}
 
     @inlinable
@@ -23,7 +30,7 @@ struct _FIFOPolicy: _EvictionPolicy {
 
     @inlinable
     @inline(__always)
-    mutating func didRemove(_ slot: Int32, links: _SlotLinks) { links.unlink(slot, &list) }
+    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) { links.unlink(slot, &list) }
 
     @inlinable
     mutating func removeAll() { list = _ListHead() }

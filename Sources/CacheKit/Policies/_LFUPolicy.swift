@@ -41,6 +41,13 @@ struct _LFUPolicy: _EvictionPolicy {
     }
 
     @inlinable
+    mutating func setCapacity(_ capacity: Int) {}
+
+    @inlinable
+    @inline(__always)
+    mutating func willInsert(hash: UInt32) {}
+
+    @inlinable
     mutating func reserve(slotCapacity: Int, used: Int) {
         slotBucket = _SlotMemory.resized(slotBucket, used: used, to: slotCapacity).unsafelyUnwrapped
     }
@@ -121,7 +128,7 @@ struct _LFUPolicy: _EvictionPolicy {
     mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
 
     @inlinable
-    mutating func didRemove(_ slot: Int32, links: _SlotLinks) {
+    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
         let b = slotBucket[Int(slot)]
         links.unlink(slot, &buckets[Int(b)].members)
         releaseBucketIfEmpty(b)

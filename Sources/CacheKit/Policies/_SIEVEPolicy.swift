@@ -24,6 +24,13 @@ struct _SIEVEPolicy: _EvictionPolicy {
     }
 
     @inlinable
+    mutating func setCapacity(_ capacity: Int) {}
+
+    @inlinable
+    @inline(__always)
+    mutating func willInsert(hash: UInt32) {}
+
+    @inlinable
     mutating func reserve(slotCapacity: Int, used: Int) {
         visited = _SlotMemory.resized(visited, used: used, to: slotCapacity).unsafelyUnwrapped
     }
@@ -48,7 +55,7 @@ struct _SIEVEPolicy: _EvictionPolicy {
 
     @inlinable
     @inline(__always)
-    mutating func didRemove(_ slot: Int32, links: _SlotLinks) {
+    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
         if slot == hand { hand = links.next(slot) }
         links.unlink(slot, &list)
     }

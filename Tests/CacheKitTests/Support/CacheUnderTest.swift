@@ -65,6 +65,15 @@ let allConfigurations: [(CacheKind, EvictionPolicy)] = CacheKind.allCases.flatMa
     EvictionPolicy.allCases.map { (kind, $0) }
 }
 
+/// The policies whose eviction order `ReferenceModel` reproduces exactly. ARC, S3-FIFO and
+/// W-TinyLFU are checked against their own references in `AdaptivePolicyTests`.
+let classicPolicies: [EvictionPolicy] = [.lru, .fifo, .lfu, .sieve]
+
+/// Both caches with each classic policy.
+let classicConfigurations: [(CacheKind, EvictionPolicy)] = CacheKind.allCases.flatMap { kind in
+    classicPolicies.map { (kind, $0) }
+}
+
 /// Collects what a removal handler hears, safely from any thread.
 final class RemovalLog<Key: Sendable, Value: Sendable>: Sendable {
     private let storage = Locked<[CacheRemoval<Key, Value>]>([])
@@ -72,6 +81,9 @@ final class RemovalLog<Key: Sendable, Value: Sendable>: Sendable {
     var all: [CacheRemoval<Key, Value>] { storage.value }
 
     func append(_ removal: CacheRemoval<Key, Value>) { storage.mutate { $0.append(removal) } }
+
+    /// Forgets the oldest removal heard.
+    func dropFirst() { storage.mutate { _ = $0.removeFirst() } }
 
     func take() -> [CacheRemoval<Key, Value>] {
         storage.mutate { log in

@@ -1,0 +1,207 @@
+/// S3-FIFO (Yang et al., SOSP 2023): a small FIFO queue (10% of the capacity), a main FIFO queue
+/// (the rest) and a ghost queue of recently evicted keys (90% of the capacity, hashes only).
+///
+/// Each entry has a 2-bit use counter, raised by reads and writes (up to 3). A new key joins the
+/// small queue, or the main queue when its hash is a ghost (it left the small queue recently and
+/// came back) or before the first eviction, once the small queue is full. To evict:
+/// - while the main queue is over its share, or the small queue is empty, the main queue's oldest
+///   entry is evicted if its counter is 0, else it goes back to the newest end with its counter
+///   lowered by one (a 2-bit CLOCK);
+/// - otherwise the small queue's oldest entry moves to the main queue if it was used twice or more
+///   (its counter reset), else it is evicted and its hash becomes a ghost.
+/// This follows libCacheSim's S3-FIFO, whose hit ratios the reference table lists.
+///
+/// Eviction order (for enumeration and the eviction veto) is the queue evicted from first, oldest
+/// first, then the other queue; entries that a sweep would move are listed where they stand.
+///
+/// The state lives behind one pointer so that the policy enum stays small.
+@usableFromInline
+struct _S3FIFOPolicy: _EvictionPolicy {
+    @usableFromInline
+    struct State {
+        @usableFromInline var small = _ListHead()
+        @usableFromInline var main = _ListHead()
+        @usableFromInline var smallCount = 0
+        @usableFromInline var mainCount = 0
+        @usableFromInline var ghosts = _GhostLists()
+        /// Per slot: bit 2 set in the main queue; bits 0-1 the use counter.
+        @usableFromInline var flags: UnsafeMutablePointer<UInt8>
+        /// `countLimit`, or 0 to size the queues by the resident count.
+        @usableFromInline var capacity = 0
+        /// Whether anything was evicted since the cache was created or emptied.
+        @usableFromInline var hasEvicted = false
+        /// Whether the key announced by `willInsert` was a ghost.
+        @usableFromInline var incomingWasGhost = false
+
+        @inlinable
+        init(slotCapacity: Int) {
+            flags = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
+        }
+    }
+
+    @usableFromInline static var mainBit: UInt8 { 4 }
+
+    @usableFromInline let state: UnsafeMutablePointer<State>
+
+    @inlinable
+    init(slotCapacity: Int) {
+        state = .allocate(capacity: 1)
+        state.initialize(to: State(slotCapacity: slotCapacity))
+    }
+
+    @inlinable
+    func deallocate() {
+        _SlotMemory.deallocate(state.pointee.flags)
+        state.pointee.ghosts.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
+    }
+
+    @inlinable
+    mutating func reserve(slotCapacity: Int, used: Int) {
+        state.pointee.flags = _SlotMemory.resized(state.pointee.flags, used: used, to: slotCapacity).unsafelyUnwrapped
+    }
+
+    @inlinable
+    mutating func setCapacity(_ capacity: Int) { state.pointee.capacity = capacity }
+
+    /// The capacity the queue shares are computed from.
+    @inlinable
+    var effectiveCapacity: Int {
+        let s = state.pointee
+        return s.capacity > 0 ? s.capacity : s.smallCount + s.mainCount
+    }
+
+    /// The small queue's share: 10% of the capacity, at least one entry.
+    @inlinable
+    var smallShare: Int { Swift.max(1, effectiveCapacity / 10) }
+
+    /// The main queue's share: the rest.
+    @inlinable
+    var mainShare: Int { effectiveCapacity - smallShare }
+
+    /// The ghost queue's length: 90% of the capacity.
+    @inlinable
+    var ghostShare: Int { effectiveCapacity * 9 / 10 }
+
+    @inlinable
+    func isInMain(_ slot: Int32) -> Bool { state.pointee.flags[Int(slot)] & Self.mainBit != 0 }
+
+    /// The use counter of the entry in `slot` (0...3; for tests).
+    @inlinable
+    func useCount(of slot: Int32) -> Int { Int(state.pointee.flags[Int(slot)] & 3) }
+
+    @inlinable
+    mutating func willInsert(hash: UInt32) {
+        let node = state.pointee.ghosts.find(hash)
+        state.pointee.incomingWasGhost = node != -1
+        if node != -1 { state.pointee.ghosts.remove(node) }
+    }
+
+    @inlinable
+    mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
+        let s = state
+        let toMain =
+            s.pointee.incomingWasGhost || (!s.pointee.hasEvicted && s.pointee.smallCount >= smallShare)
+        s.pointee.incomingWasGhost = false
+        if toMain {
+            s.pointee.flags[Int(slot)] = Self.mainBit
+            links.pushBack(slot, &s.pointee.main)
+            s.pointee.mainCount += 1
+        } else {
+            s.pointee.flags[Int(slot)] = 0
+            links.pushBack(slot, &s.pointee.small)
+            s.pointee.smallCount += 1
+        }
+    }
+
+    @inlinable
+    @inline(__always)
+    mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
+        let f = state.pointee.flags[Int(slot)]
+        if f & 3 != 3 { state.pointee.flags[Int(slot)] = f &+ 1 }
+    }
+
+    @inlinable
+    mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
+
+    @inlinable
+    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
+        let s = state
+        if isInMain(slot) {
+            links.unlink(slot, &s.pointee.main)
+            s.pointee.mainCount -= 1
+        } else {
+            links.unlink(slot, &s.pointee.small)
+            s.pointee.smallCount -= 1
+            if evicted {
+                let hash = links.hash(slot)
+                if s.pointee.ghosts.find(hash) == -1 { s.pointee.ghosts.append(hash, to: 0) }
+                let limit = ghostShare
+                while s.pointee.ghosts.count(0) > limit { s.pointee.ghosts.removeOldest(0) }
+            }
+        }
+    }
+
+    @inlinable
+    mutating func removeAll() {
+        let s = state
+        s.pointee.small = _ListHead()
+        s.pointee.main = _ListHead()
+        s.pointee.smallCount = 0
+        s.pointee.mainCount = 0
+        s.pointee.ghosts.removeAll()
+        s.pointee.hasEvicted = false
+        s.pointee.incomingWasGhost = false
+    }
+
+    /// Whether the next eviction comes from the main queue.
+    @inlinable
+    var evictsFromMain: Bool { state.pointee.smallCount == 0 || state.pointee.mainCount > mainShare }
+
+    /// Sweeps the queues as S3-FIFO does (moving used small entries to main, giving used main
+    /// entries another round) and returns the entry to evict.
+    @inlinable
+    mutating func nextVictim(links: _SlotLinks) -> Int32 {
+        let s = state
+        guard s.pointee.smallCount + s.pointee.mainCount > 0 else { return -1 }
+        s.pointee.hasEvicted = true
+        while true {
+            if evictsFromMain {
+                while true {
+                    let slot = s.pointee.main.head
+                    let f = s.pointee.flags[Int(slot)]
+                    if f & 3 == 0 { return slot }
+                    s.pointee.flags[Int(slot)] = f &- 1
+                    links.moveToBack(slot, &s.pointee.main)
+                }
+            }
+            while s.pointee.smallCount > 0 {
+                let slot = s.pointee.small.head
+                if s.pointee.flags[Int(slot)] & 3 < 2 { return slot }
+                links.unlink(slot, &s.pointee.small)
+                s.pointee.smallCount -= 1
+                s.pointee.flags[Int(slot)] = Self.mainBit
+                links.pushBack(slot, &s.pointee.main)
+                s.pointee.mainCount += 1
+            }
+        }
+    }
+
+    @inlinable
+    func firstVictim(links: _SlotLinks) -> Int32 {
+        let s = state.pointee
+        return evictsFromMain ? (s.main.head != -1 ? s.main.head : s.small.head) : s.small.head
+    }
+
+    @inlinable
+    func victim(after slot: Int32, links: _SlotLinks) -> Int32 {
+        let next = links.next(slot)
+        if next != -1 { return next }
+        let mainFirst = evictsFromMain
+        let inMain = isInMain(slot)
+        if mainFirst && inMain { return state.pointee.small.head }
+        if !mainFirst && !inMain { return state.pointee.main.head }
+        return -1
+    }
+}

@@ -1,0 +1,291 @@
+/// W-TinyLFU (Einziger, Friedman & Manes, 2017), with the adaptive window Caffeine sizes by hill
+/// climbing.
+///
+/// Three LRU queues: a small admission *window* (initially 1% of the capacity) and a segmented-LRU
+/// *main* space split into *probation* and *protected* (80% of main). A new entry joins the window;
+/// the window's overflow moves to probation's most recent end.
+/// When the cache is full, the window's least recent entry (the *candidate*) moves to probation
+/// and competes with probation's least recent entry (the *victim*): a `_FrequencySketch` of recent
+/// uses decides, and the less popular one is evicted (ties evict the candidate; a candidate
+/// seen 6 times or more that loses still wins 1 time in 128, so an attacker cannot pin the
+/// victim). A hit in probation promotes the entry to protected; protected's overflow is demoted to
+/// probation's most recent end.
+///
+/// Hill climbing: every `10 × capacity` hits and new entries, the hit ratio of that sample is
+/// compared with the previous sample's. If it improved, the window keeps moving in the same
+/// direction, else it turns; steps start at 6.25% of the capacity and decay by 2% per sample until
+/// the hit ratio jumps by 5 points, which restarts them. Recency-heavy workloads grow the window
+/// (toward LRU); frequency-heavy ones shrink it.
+///
+/// Eviction order (for enumeration and the eviction veto) is probation, protected, then the window,
+/// each least recent first; the next eviction itself may take the window's candidate instead.
+@usableFromInline
+struct _WTinyLFUPolicy: _EvictionPolicy {
+    @usableFromInline static var window: UInt8 { 0 }
+    @usableFromInline static var probation: UInt8 { 1 }
+    @usableFromInline static var protected: UInt8 { 2 }
+
+    @usableFromInline
+    struct State {
+        /// Queues, least recent at the head: window, probation, protected.
+        @usableFromInline var queues = (_ListHead(), _ListHead(), _ListHead())
+        @usableFromInline var counts = (0, 0, 0)
+        /// Per slot: the queue holding it.
+        @usableFromInline var queueOf: UnsafeMutablePointer<UInt8>
+        @usableFromInline var sketch: _FrequencySketch
+        @usableFromInline var capacity = 0
+        /// The largest the window and the protected segment may be.
+        @usableFromInline var windowMax = 1
+        @usableFromInline var protectedMax = 0
+        // Hill climber.
+        @usableFromInline var hitsInSample = 0
+        @usableFromInline var missesInSample = 0
+        @usableFromInline var previousHitRate = 0.0
+        @usableFromInline var stepSize = 0.0
+        /// Deterministic generator for the 1-in-128 admission of warm candidates.
+        @usableFromInline var random: UInt64 = 0x2545_F491_4F6C_DD1D
+
+        @inlinable
+        init(slotCapacity: Int) {
+            queueOf = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
+            sketch = _FrequencySketch(capacity: slotCapacity)
+        }
+    }
+
+    @usableFromInline let state: UnsafeMutablePointer<State>
+
+    @inlinable
+    init(slotCapacity: Int) {
+        state = .allocate(capacity: 1)
+        state.initialize(to: State(slotCapacity: slotCapacity))
+    }
+
+    @inlinable
+    func deallocate() {
+        _SlotMemory.deallocate(state.pointee.queueOf)
+        state.pointee.sketch.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
+    }
+
+    @inlinable
+    mutating func reserve(slotCapacity: Int, used: Int) {
+        let s = state
+        s.pointee.queueOf = _SlotMemory.resized(s.pointee.queueOf, used: used, to: slotCapacity).unsafelyUnwrapped
+        if s.pointee.capacity == 0 { resize(for: slotCapacity) }
+    }
+
+    @inlinable
+    mutating func setCapacity(_ capacity: Int) {
+        state.pointee.capacity = capacity
+        if capacity > 0 { resize(for: capacity) }
+    }
+
+    /// Resets the window and protected shares for `capacity` entries and sizes the sketch.
+    @inlinable
+    mutating func resize(for capacity: Int) {
+        let s = state
+        let c = Swift.max(capacity, 1)
+        s.pointee.windowMax = Swift.max(1, c - Int(Double(c) * 0.99))
+        s.pointee.protectedMax = Int(Double(c - s.pointee.windowMax) * 0.8)
+        s.pointee.stepSize = -0.0625 * Double(c)
+        s.pointee.hitsInSample = 0
+        s.pointee.missesInSample = 0
+        s.pointee.previousHitRate = 0
+        s.pointee.sketch.ensureCapacity(c)
+    }
+
+    /// The queue holding `slot`: 0 window, 1 probation, 2 protected (for tests).
+    @inlinable
+    func queue(of slot: Int32) -> UInt8 { state.pointee.queueOf[Int(slot)] }
+
+    /// The current window share (for tests and the simulator).
+    @inlinable
+    var windowMaximum: Int { state.pointee.windowMax }
+
+    /// The sketch's estimate for `hash` (for tests).
+    @inlinable
+    func frequency(_ hash: UInt32) -> Int { state.pointee.sketch.frequency(hash) }
+
+    @inlinable
+    @inline(__always)
+    func list(_ q: UInt8) -> UnsafeMutablePointer<_ListHead> {
+        let base = UnsafeMutableRawPointer(state) + MemoryLayout<State>.offset(of: \.queues)!
+        return (base + Int(q) &* MemoryLayout<_ListHead>.stride).assumingMemoryBound(to: _ListHead.self)
+    }
+
+    @inlinable
+    @inline(__always)
+    func count(_ q: UInt8) -> UnsafeMutablePointer<Int> {
+        let base = UnsafeMutableRawPointer(state) + MemoryLayout<State>.offset(of: \.counts)!
+        return (base + Int(q) &* MemoryLayout<Int>.stride).assumingMemoryBound(to: Int.self)
+    }
+
+    @inlinable
+    func move(_ slot: Int32, from: UInt8, to: UInt8, links: _SlotLinks) {
+        links.unlink(slot, &list(from).pointee)
+        count(from).pointee -= 1
+        links.pushBack(slot, &list(to).pointee)
+        count(to).pointee += 1
+        state.pointee.queueOf[Int(slot)] = to
+    }
+
+    /// Counts the new key's use before the cache makes room (as Caffeine counts a write before
+    /// evicting for it).
+    @inlinable
+    mutating func willInsert(hash: UInt32) { state.pointee.sketch.increment(hash) }
+
+    @inlinable
+    mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
+        let s = state
+        s.pointee.queueOf[Int(slot)] = Self.window
+        links.pushBack(slot, &list(Self.window).pointee)
+        count(Self.window).pointee += 1
+        // Window overflow moves to probation at once (as in Caffeine), not only when full.
+        while count(Self.window).pointee > s.pointee.windowMax {
+            move(list(Self.window).pointee.head, from: Self.window, to: Self.probation, links: links)
+        }
+        s.pointee.missesInSample += 1
+        climbIfSampled(links: links)
+    }
+
+    @inlinable
+    mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
+        let s = state
+        s.pointee.sketch.increment(links.hash(slot))
+        let q = s.pointee.queueOf[Int(slot)]
+        if q == Self.probation {
+            move(slot, from: Self.probation, to: Self.protected, links: links)
+            demoteProtectedOverflow(links: links)
+        } else {
+            links.moveToBack(slot, &list(q).pointee)
+        }
+        s.pointee.hitsInSample += 1
+        climbIfSampled(links: links)
+    }
+
+    @inlinable
+    mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
+
+    @inlinable
+    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
+        let q = state.pointee.queueOf[Int(slot)]
+        links.unlink(slot, &list(q).pointee)
+        count(q).pointee -= 1
+    }
+
+    @inlinable
+    mutating func removeAll() {
+        let s = state
+        s.pointee.queues = (_ListHead(), _ListHead(), _ListHead())
+        s.pointee.counts = (0, 0, 0)
+        s.pointee.sketch.clear()
+        resize(for: s.pointee.capacity > 0 ? s.pointee.capacity : 0)
+    }
+
+    @inlinable
+    func demoteProtectedOverflow(links: _SlotLinks) {
+        while count(Self.protected).pointee > state.pointee.protectedMax {
+            move(list(Self.protected).pointee.head, from: Self.protected, to: Self.probation, links: links)
+        }
+    }
+
+    /// Moves window overflow to probation, then returns the loser of candidate against victim.
+    @inlinable
+    mutating func nextVictim(links: _SlotLinks) -> Int32 {
+        let s = state
+        // Room in the window for the entry about to arrive: its least recent entries move to
+        // probation; the last one moved is the candidate.
+        var candidate: Int32 = -1
+        var candidateInWindow = false
+        while count(Self.window).pointee >= s.pointee.windowMax && count(Self.window).pointee > 0 {
+            candidate = list(Self.window).pointee.head
+            move(candidate, from: Self.window, to: Self.probation, links: links)
+        }
+        if candidate == -1 {
+            candidate = list(Self.window).pointee.head
+            candidateInWindow = true
+        }
+        var victim = list(Self.probation).pointee.head
+        if victim == candidate && !candidateInWindow { victim = links.next(victim) }
+        if victim == -1 { victim = list(Self.protected).pointee.head }
+        if victim == -1 { return candidate }
+        if candidate == -1 { return victim }
+        let candidateFrequency = s.pointee.sketch.frequency(links.hash(candidate))
+        let victimFrequency = s.pointee.sketch.frequency(links.hash(victim))
+        if candidateFrequency > victimFrequency { return victim }
+        if candidateFrequency >= 6 {
+            // xorshift64: deterministic, so replays repeat exactly.
+            var x = s.pointee.random
+            x ^= x << 13
+            x ^= x >> 7
+            x ^= x << 17
+            s.pointee.random = x
+            if x & 127 == 0 { return victim }
+        }
+        return candidate
+    }
+
+    @inlinable
+    func firstVictim(links: _SlotLinks) -> Int32 {
+        let probation = list(Self.probation).pointee.head
+        if probation != -1 { return probation }
+        let protected = list(Self.protected).pointee.head
+        return protected != -1 ? protected : list(Self.window).pointee.head
+    }
+
+    @inlinable
+    func victim(after slot: Int32, links: _SlotLinks) -> Int32 {
+        let next = links.next(slot)
+        if next != -1 { return next }
+        var q = queue(of: slot)
+        while q != Self.window {
+            q = q == Self.probation ? Self.protected : Self.window
+            if list(q).pointee.head != -1 { return list(q).pointee.head }
+        }
+        return -1
+    }
+
+    // MARK: Hill climbing
+
+    @inlinable
+    func climbIfSampled(links: _SlotLinks) {
+        let s = state
+        if s.pointee.hitsInSample + s.pointee.missesInSample >= s.pointee.sketch.sampleSize {
+            climb(links: links)
+        }
+    }
+
+    /// Compares this sample's hit ratio with the last one's and moves the window share.
+    @usableFromInline
+    func climb(links: _SlotLinks) {
+        let s = state
+        let c = Double(s.pointee.capacity > 0 ? s.pointee.capacity : totalCount)
+        let requests = s.pointee.hitsInSample + s.pointee.missesInSample
+        let hitRate = Double(s.pointee.hitsInSample) / Double(requests)
+        let change = hitRate - s.pointee.previousHitRate
+        let amount = change >= 0 ? s.pointee.stepSize : -s.pointee.stepSize
+        s.pointee.stepSize =
+            abs(change) >= 0.05 ? 0.0625 * c * (amount >= 0 ? 1 : -1) : 0.98 * amount
+        s.pointee.previousHitRate = hitRate
+        s.pointee.hitsInSample = 0
+        s.pointee.missesInSample = 0
+        let adjustment = Int(amount)
+        if adjustment > 0 {
+            let quota = Swift.min(adjustment, s.pointee.protectedMax)
+            s.pointee.protectedMax -= quota
+            s.pointee.windowMax += quota
+            demoteProtectedOverflow(links: links)
+        } else if adjustment < 0 {
+            let quota = Swift.min(-adjustment, s.pointee.windowMax - 1)
+            s.pointee.windowMax -= quota
+            s.pointee.protectedMax += quota
+            while count(Self.window).pointee > s.pointee.windowMax {
+                move(list(Self.window).pointee.head, from: Self.window, to: Self.probation, links: links)
+            }
+        }
+    }
+
+    @inlinable
+    var totalCount: Int { count(0).pointee + count(1).pointee + count(2).pointee }
+}

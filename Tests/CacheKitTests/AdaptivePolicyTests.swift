@@ -1,0 +1,391 @@
+import Testing
+
+@testable import CacheKit
+
+/// ARC, S3-FIFO and W-TinyLFU against plainly written references of their papers' rules (arrays
+/// of keys, no links), request by request: the same hits, the same resident keys, and the
+/// invariants each paper states.
+@Suite("Adaptive policies")
+struct AdaptivePolicyTests {
+    /// Random requests with a skew (some keys much hotter), scans and loops mixed in.
+    static func requests(seed: UInt64, count: Int, keySpace: Int) -> [Int] {
+        var rng = SeededGenerator(seed: seed)
+        var keys: [Int] = []
+        while keys.count < count {
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0:  // a short scan of fresh keys
+                let start = Int.random(in: 0..<keySpace * 4, using: &rng)
+                keys += (start..<start + 12).map { $0 + keySpace }
+            case 1:  // a loop over a few keys
+                let start = Int.random(in: 0..<keySpace, using: &rng)
+                for _ in 0..<3 { keys += (start..<start + 6) }
+            default:  // skewed: squaring favours small keys
+                let u = Double.random(in: 0..<1, using: &rng)
+                keys.append(Int(u * u * Double(keySpace)))
+            }
+        }
+        return keys
+    }
+
+    /// Replays `keys` through a `SerialCache` and through `reference`, step by step.
+    func compare<R: ReferencePolicy>(
+        _ policy: EvictionPolicy,
+        _ makeReference: (Int) -> R,
+        sizes: [Int] = [1, 2, 5, 10, 40]
+    ) {
+        for size in sizes {
+            for seed: UInt64 in 1...4 {
+                let cache = SerialCache<Int, Int>(countLimit: size, policy: policy)
+                var reference = makeReference(size)
+                let keys = Self.requests(seed: seed &* 31 &+ UInt64(size), count: 3_000, keySpace: 60)
+                for (step, key) in keys.enumerated() {
+                    let hit = cache.value(forKey: key) != nil
+                    if !hit { cache.setValue(step, forKey: key) }
+                    let referenceHit = reference.access(key)
+                    let context = Comment(rawValue: "\(policy) size \(size) seed \(seed) step \(step) key \(key)")
+                    #expect(hit == referenceHit, context)
+                    #expect(Set(cache.keys) == reference.residents, context)
+                    reference.checkInvariants(context)
+                    if hit != referenceHit || Set(cache.keys) != reference.residents { return }
+                }
+                cache._checkInvariants()
+            }
+        }
+    }
+
+    @Test("ARC matches the paper's algorithm request by request")
+    func arc() { compare(.arc, ARCReference.init) }
+
+    @Test("S3-FIFO matches the paper's algorithm request by request")
+    func s3fifo() { compare(.s3fifo, S3FIFOReference.init) }
+
+    @Test("W-TinyLFU matches a plain window + SLRU + sketch, hill climbing included")
+    func wTinyLFU() { compare(.wTinyLFU, WTinyLFUReference.init, sizes: [1, 2, 5, 10, 40, 100]) }
+
+    @Test("the frequency sketch never undercounts before aging, caps at 15, and ages by halving")
+    func sketch() {
+        var sketch = _FrequencySketch(capacity: 64)
+        var truth: [UInt32: Int] = [:]
+        var rng = SeededGenerator(seed: 9)
+        for _ in 0..<600 {  // below the sample size (640): no aging yet
+            let h = UInt32.random(in: 0..<100, using: &rng) &* 2_654_435_761
+            sketch.increment(h)
+            truth[h, default: 0] += 1
+        }
+        for (h, n) in truth { #expect(sketch.frequency(h) >= Swift.min(n, 15)) }
+        #expect(truth.keys.allSatisfy { sketch.frequency($0) <= 15 })
+        let before = truth.keys.map { sketch.frequency($0) }
+        sketch.age()
+        let after = truth.keys.map { sketch.frequency($0) }
+        for (b, a) in zip(before, after) { #expect(a == b / 2) }
+        defer { sketch.deallocate() }
+    }
+
+    @Test(
+        "the adaptive policies keep limits, values and removal reports right under random operations",
+        arguments: CacheKind.allCases
+    )
+    func randomOperations(kind: CacheKind) {
+        for policy in [EvictionPolicy.arc, .s3fifo, .wTinyLFU] {
+            for seed: UInt64 in 1...4 {
+                randomOperations(kind: kind, policy: policy, seed: seed)
+            }
+        }
+    }
+
+    private func randomOperations(kind: CacheKind, policy: EvictionPolicy, seed: UInt64) {
+        var rng = SeededGenerator(seed: seed &* 104_729)
+        let countLimit = [1, 5, 20, 0][Int(seed % 4)]
+        let costLimit = seed % 2 == 0 ? 60 : 0
+        let cache = kind.make(Int.self, Int.self, countLimit: countLimit, totalCostLimit: costLimit, policy: policy)
+        let log = RemovalLog<Int, Int>()
+        cache.onRemoval { log.append($0) }
+        var model: [Int: (value: Int, cost: Int)] = [:]
+        for step in 0..<3_000 {
+            let key = Int.random(in: 0..<40, using: &rng)
+            let op = Int.random(in: 0..<100, using: &rng)
+            let context = Comment(rawValue: "\(kind) \(policy) seed \(seed) step \(step) op \(op) key \(key)")
+            var written: Int?
+            switch op {
+            case 0..<40:
+                #expect(cache.value(forKey: key) == model[key]?.value, context)
+            case 40..<85:
+                let cost = costLimit > 0 ? Int.random(in: 0...20, using: &rng) : 0
+                let result = cache.setValue(step, forKey: key, cost: cost)
+                #expect(result.outcome == (model[key] == nil ? .inserted : .replaced), context)
+                if let old = model[key] {
+                    // The replaced value is reported first, then any evictions for cost.
+                    let first = log.all.first
+                    #expect(first == CacheRemoval(key: key, value: old.value, reason: .replaced), context)
+                    if first?.reason == .replaced { log.dropFirst() }
+                }
+                model[key] = (step, cost)
+                written = key
+            case 85..<95:
+                #expect(cache.removeValue(forKey: key) == model.removeValue(forKey: key)?.value, context)
+                _ = log.take()
+            case 95..<98:
+                cache.handleMemoryPressure()
+            default:
+                cache.removeAll()
+                model = [:]
+                _ = log.take()
+            }
+            for removal in log.take() {
+                #expect(removal.reason.isEviction, context)
+                #expect(removal.key != written, "an entry written is never its own victim; \(context)")
+                #expect(model.removeValue(forKey: removal.key)?.value == removal.value, context)
+            }
+            #expect(cache.count == model.count, context)
+            #expect(Set(cache.keys) == Set(model.keys), context)
+            #expect(cache.totalCost == model.values.reduce(0) { $0 + $1.cost }, context)
+            if countLimit > 0 { #expect(cache.count <= countLimit, context) }
+            if costLimit > 0 { #expect(cache.totalCost <= costLimit, context) }
+            cache._checkInvariants()
+            if Set(cache.keys) != Set(model.keys) { return }
+        }
+    }
+}
+
+/// A reference policy driven one request at a time: a hit refreshes, a miss inserts.
+protocol ReferencePolicy {
+    /// Serves one request; returns whether it was a hit.
+    mutating func access(_ key: Int) -> Bool
+    var residents: Set<Int> { get }
+    func checkInvariants(_ context: Comment)
+}
+
+/// ARC as Figure 4 of Megiddo & Modha (2003) states it, lists least recent first.
+struct ARCReference: ReferencePolicy {
+    let c: Int
+    var t1: [Int] = [], t2: [Int] = [], b1: [Int] = [], b2: [Int] = []
+    var p = 0.0
+
+    init(_ c: Int) { self.c = c }
+
+    var residents: Set<Int> { Set(t1 + t2) }
+
+    mutating func replace(_ keyInB2: Bool) {
+        if !t1.isEmpty && (Double(t1.count) > p || (keyInB2 && Double(t1.count) == p) || t2.isEmpty) {
+            b1.append(t1.removeFirst())
+        } else {
+            b2.append(t2.removeFirst())
+        }
+    }
+
+    mutating func access(_ x: Int) -> Bool {
+        if let i = t1.firstIndex(of: x) {  // Case I
+            t1.remove(at: i)
+            t2.append(x)
+            return true
+        }
+        if let i = t2.firstIndex(of: x) {
+            t2.remove(at: i)
+            t2.append(x)
+            return true
+        }
+        let full = t1.count + t2.count >= c
+        if let i = b1.firstIndex(of: x) {  // Case II
+            p = min(Double(c), p + max(Double(b2.count) / Double(b1.count), 1))
+            b1.remove(at: i)
+            if full { replace(false) }
+            t2.append(x)
+            return false
+        }
+        if let i = b2.firstIndex(of: x) {  // Case III
+            p = max(0, p - max(Double(b1.count) / Double(b2.count), 1))
+            b2.remove(at: i)
+            if full { replace(true) }
+            t2.append(x)
+            return false
+        }
+        // Case IV
+        if t1.count + b1.count == c {
+            if t1.count < c {
+                b1.removeFirst()
+                replace(false)
+            } else {
+                t1.removeFirst()
+            }
+        } else if t1.count + t2.count + b1.count + b2.count >= c {
+            if t1.count + t2.count + b1.count + b2.count == 2 * c { b2.removeFirst() }
+            if full { replace(false) }
+        }
+        t1.append(x)
+        return false
+    }
+
+    func checkInvariants(_ context: Comment) {
+        #expect(t1.count + t2.count <= c, context)
+        #expect(t1.count + b1.count <= c, context)
+        #expect(t1.count + t2.count + b1.count + b2.count <= 2 * c, context)
+        #expect(p >= 0 && p <= Double(c), context)
+    }
+}
+
+/// S3-FIFO as its paper and libCacheSim state it: small 10%, main 90% (2-bit CLOCK), ghost 90%.
+struct S3FIFOReference: ReferencePolicy {
+    let c: Int
+    var small: [Int] = [], main: [Int] = [], ghost: [Int] = []
+    var freq: [Int: Int] = [:]
+    var hasEvicted = false
+
+    init(_ c: Int) { self.c = c }
+
+    var smallShare: Int { max(1, c / 10) }
+    var residents: Set<Int> { Set(small + main) }
+
+    mutating func access(_ x: Int) -> Bool {
+        if small.contains(x) || main.contains(x) {
+            freq[x] = min(freq[x]! + 1, 3)
+            return true
+        }
+        let wasGhost = ghost.firstIndex(of: x).map { ghost.remove(at: $0) } != nil
+        while small.count + main.count >= c { evict() }
+        if wasGhost || (!hasEvicted && small.count >= smallShare) { main.append(x) } else { small.append(x) }
+        freq[x] = 0
+        return false
+    }
+
+    mutating func evict() {
+        hasEvicted = true
+        if main.count > c - smallShare || small.isEmpty {
+            while true {
+                let t = main.removeFirst()
+                if freq[t]! == 0 {
+                    freq[t] = nil
+                    return
+                }
+                freq[t]! -= 1
+                main.append(t)
+            }
+        }
+        while let t = small.first {
+            small.removeFirst()
+            if freq[t]! >= 2 {
+                freq[t] = 0
+                main.append(t)
+            } else {
+                freq[t] = nil
+                ghost.append(t)
+                if ghost.count > c * 9 / 10 { ghost.removeFirst() }
+                return
+            }
+        }
+        evict()  // the small queue emptied into main: evict from main
+    }
+
+    func checkInvariants(_ context: Comment) {
+        #expect(small.count + main.count <= c, context)
+        #expect(ghost.count <= c * 9 / 10, context)
+        #expect(Set(ghost).isDisjoint(with: residents), context)
+    }
+}
+
+/// W-TinyLFU with Caffeine's hill climber, on arrays, sharing only the sketch (tested on its own).
+struct WTinyLFUReference: ReferencePolicy {
+    let c: Int
+    var window: [Int] = [], probation: [Int] = [], protected: [Int] = []
+    var windowMax: Int, protectedMax: Int
+    var sketch: _FrequencySketch
+    var hits = 0, misses = 0
+    var previousHitRate = 0.0
+    var stepSize: Double
+    var random: UInt64 = 0x2545_F491_4F6C_DD1D
+
+    init(_ c: Int) {
+        self.c = c
+        windowMax = max(1, c - Int(Double(c) * 0.99))
+        protectedMax = Int(Double(c - windowMax) * 0.8)
+        stepSize = -0.0625 * Double(c)
+        sketch = _FrequencySketch(capacity: c)
+    }
+
+    var residents: Set<Int> { Set(window + probation + protected) }
+
+    func frequency(_ key: Int) -> Int { sketch.frequency(UInt32(truncatingIfNeeded: key.hashValue)) }
+
+    mutating func access(_ x: Int) -> Bool {
+        sketch.increment(UInt32(truncatingIfNeeded: x.hashValue))
+        var hit = true
+        if let i = window.firstIndex(of: x) {
+            window.append(window.remove(at: i))
+        } else if let i = probation.firstIndex(of: x) {
+            protected.append(probation.remove(at: i))
+            while protected.count > protectedMax { probation.append(protected.removeFirst()) }
+        } else if let i = protected.firstIndex(of: x) {
+            protected.append(protected.remove(at: i))
+        } else {
+            hit = false
+            if window.count + probation.count + protected.count >= c { evict() }
+            window.append(x)
+            while window.count > windowMax { probation.append(window.removeFirst()) }
+        }
+        if hit { hits += 1 } else { misses += 1 }
+        if hits + misses >= sketch.sampleSize { climb() }
+        return hit
+    }
+
+    mutating func evict() {
+        var candidate: Int?
+        var candidateInWindow = false
+        while window.count >= windowMax && !window.isEmpty {
+            candidate = window.removeFirst()
+            probation.append(candidate!)
+        }
+        if candidate == nil {
+            candidate = window.first
+            candidateInWindow = true
+        }
+        var victim = probation.first
+        if victim == candidate && !candidateInWindow { victim = probation.count > 1 ? probation[1] : nil }
+        if victim == nil { victim = protected.first }
+        guard let v = victim else { return remove(candidate!) }
+        guard let cand = candidate else { return remove(v) }
+        let cf = frequency(cand)
+        let vf = frequency(v)
+        if cf > vf { return remove(v) }
+        if cf >= 6 {
+            random ^= random << 13
+            random ^= random >> 7
+            random ^= random << 17
+            if random & 127 == 0 { return remove(v) }
+        }
+        remove(cand)
+    }
+
+    mutating func remove(_ key: Int) {
+        window.removeAll { $0 == key }
+        probation.removeAll { $0 == key }
+        protected.removeAll { $0 == key }
+    }
+
+    mutating func climb() {
+        let hitRate = Double(hits) / Double(hits + misses)
+        let change = hitRate - previousHitRate
+        let amount = change >= 0 ? stepSize : -stepSize
+        stepSize = abs(change) >= 0.05 ? 0.0625 * Double(c) * (amount >= 0 ? 1 : -1) : 0.98 * amount
+        previousHitRate = hitRate
+        hits = 0
+        misses = 0
+        let adjustment = Int(amount)
+        if adjustment > 0 {
+            let quota = min(adjustment, protectedMax)
+            protectedMax -= quota
+            windowMax += quota
+            while protected.count > protectedMax { probation.append(protected.removeFirst()) }
+        } else if adjustment < 0 {
+            let quota = min(-adjustment, windowMax - 1)
+            windowMax -= quota
+            protectedMax += quota
+            while window.count > windowMax { probation.append(window.removeFirst()) }
+        }
+    }
+
+    func checkInvariants(_ context: Comment) {
+        #expect(window.count + probation.count + protected.count <= c, context)
+        #expect(window.count <= windowMax, context)
+        #expect(protected.count <= protectedMax, context)
+        #expect(windowMax >= 1 && windowMax + protectedMax <= c, context)
+    }
+}
