@@ -23,7 +23,8 @@ enum Simulate {
           --seed N              workload seed (default 42)
 
         what to run:
-          --policy LIST         lru,fifo,lfu,sieve, opt (the bound), default (what Cache uses), or all
+          --policy LIST         lru,fifo,lfu,sieve,s3fifo,arc,wtinylfu, opt (the bound),
+                                default (what Cache uses: wtinylfu), or all
                                 (default: all)
           --size N | --sizes LIST  cache sizes in entries, or percentages of the unique keys
                                 (--sizes 1%,10%); default 1%,5%,10%
