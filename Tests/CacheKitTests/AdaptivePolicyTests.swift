@@ -65,6 +65,7 @@ struct AdaptivePolicyTests {
     @Test("the frequency sketch never undercounts before aging, caps at 15, and ages by halving")
     func sketch() {
         var sketch = _FrequencySketch(capacity: 64)
+        defer { sketch.deallocate() }
         var truth: [UInt32: Int] = [:]
         var rng = SeededGenerator(seed: 9)
         for _ in 0..<600 {  // below the sample size (640): no aging yet
@@ -78,7 +79,6 @@ struct AdaptivePolicyTests {
         sketch.age()
         let after = truth.keys.map { sketch.frequency($0) }
         for (b, a) in zip(before, after) { #expect(a == b / 2) }
-        defer { sketch.deallocate() }
     }
 
     @Test(
@@ -329,7 +329,10 @@ struct WTinyLFUReference: ReferencePolicy {
             while window.count > windowMax { probation.append(window.removeFirst()) }
         }
         if hit { hits += 1 } else { misses += 1 }
-        if hits + misses >= sketch.sampleSize { climb() }
+        if hits + misses >= sketch.sampleSize {
+            climb()
+            lastWasMiss = false  // a smaller window share applies from the next new entry
+        }
         return hit
     }
 
