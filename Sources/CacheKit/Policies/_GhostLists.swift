@@ -20,8 +20,9 @@ struct _GhostLists {
     @usableFromInline var nodeCapacity: Int
     @usableFromInline var nodesUsed: Int32
     @usableFromInline var freeHead: Int32
-    /// Hash → node + 1 (`0`: empty), linear probing, at most half full.
-    @usableFromInline var table: UnsafeMutablePointer<Int32>
+    /// Hash → node: each bucket holds `hash << 32 | (node + 1)` (`0`: empty), so a probe reads
+    /// no node. Linear probing, at most half full.
+    @usableFromInline var table: UnsafeMutablePointer<UInt64>
     @usableFromInline var tableMask: Int
     @usableFromInline var lists: (_ListHead, _ListHead)
     @usableFromInline var counts: (Int, Int)
@@ -63,10 +64,18 @@ struct _GhostLists {
         while true {
             let entry = table[b]
             if entry == 0 { return -1 }
-            if nodeHashes[Int(entry &- 1)] == hash { return entry &- 1 }
+            if UInt32(truncatingIfNeeded: entry >> 32) == hash { return Self.node(entry) }
             b = (b &+ 1) & tableMask
         }
     }
+
+    @inlinable
+    @inline(__always)
+    static func node(_ entry: UInt64) -> Int32 { Int32(truncatingIfNeeded: entry & 0xFFFF_FFFF) &- 1 }
+
+    @inlinable
+    @inline(__always)
+    static func entry(hash: UInt32, node: Int32) -> UInt64 { UInt64(hash) << 32 | UInt64(UInt32(node &+ 1)) }
 
     /// The list (0 or 1) that holds `node`.
     @inlinable
@@ -97,7 +106,7 @@ struct _GhostLists {
         }
         var b = Int(hash) & tableMask
         while table[b] != 0 { b = (b &+ 1) & tableMask }
-        table[b] = node &+ 1
+        table[b] = Self.entry(hash: hash, node: node)
     }
 
     /// Forgets the ghost in `node`.
@@ -110,13 +119,14 @@ struct _GhostLists {
             links.unlink(node, &lists.1)
             counts.1 -= 1
         }
+        let target = Self.entry(hash: nodeHashes[Int(node)], node: node)
         var b = Int(nodeHashes[Int(node)]) & tableMask
-        while table[b] != node &+ 1 { b = (b &+ 1) & tableMask }
+        while table[b] != target { b = (b &+ 1) & tableMask }
         // Backward-shift deletion: pull later members of the probe run into the hole.
         var hole = b
         var next = (hole &+ 1) & tableMask
         while table[next] != 0 {
-            let home = Int(nodeHashes[Int(table[next] &- 1)]) & tableMask
+            let home = Int(truncatingIfNeeded: table[next] >> 32) & tableMask
             if (next &- home) & tableMask >= (next &- hole) & tableMask {
                 table[hole] = table[next]
                 hole = next
@@ -161,7 +171,7 @@ struct _GhostLists {
         for node in 0..<nodesUsed {  // every node is live: grow runs only with no free node
             var b = Int(nodeHashes[Int(node)]) & tableMask
             while table[b] != 0 { b = (b &+ 1) & tableMask }
-            table[b] = node &+ 1
+            table[b] = Self.entry(hash: nodeHashes[Int(node)], node: node)
         }
     }
 

@@ -93,6 +93,7 @@ struct _S3FIFOPolicy: _EvictionPolicy {
 
     @inlinable
     mutating func willInsert(hash: UInt32) {
+        guard state.pointee.ghosts.count(0) > 0 else { return }
         let node = state.pointee.ghosts.find(hash)
         state.pointee.incomingWasGhost = node != -1
         if node != -1 { state.pointee.ghosts.remove(node) }
@@ -135,8 +136,7 @@ struct _S3FIFOPolicy: _EvictionPolicy {
             links.unlink(slot, &s.pointee.small)
             s.pointee.smallCount -= 1
             if evicted {
-                let hash = links.hash(slot)
-                if s.pointee.ghosts.find(hash) == -1 { s.pointee.ghosts.append(hash, to: 0) }
+                s.pointee.ghosts.append(links.hash(slot), to: 0)
                 let limit = ghostShare
                 while s.pointee.ghosts.count(0) > limit { s.pointee.ghosts.removeOldest(0) }
             }
