@@ -76,4 +76,38 @@ struct StressTests {
             Issue.record("key \(key) survives while the cache is over its limit")
         }
     }
+
+    @Test("async loads and orInsert from many tasks agree with what was loaded")
+    func loadingStress() async throws {
+        let cache = Cache<Int, Int>(countLimit: 64)
+        let asyncLoads = Locked(0)
+        let syncLoads = Locked(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for t in 0..<6 {
+                group.addTask {
+                    var rng = SeededGenerator(seed: UInt64(t) + 10)
+                    for _ in 0..<1_500 {
+                        let key = Int.random(in: 0..<100, using: &rng)
+                        let loaded = try await cache.value(forKey: key) { k in
+                            asyncLoads.mutate { $0 += 1 }
+                            return k * 2
+                        }
+                        #expect(loaded == key * 2)
+                        let made = cache.value(forKey: key + 1_000) {
+                            syncLoads.mutate { $0 += 1 }
+                            return key * 3
+                        }
+                        #expect(made == key * 3)
+                        if Int.random(in: 0..<8, using: &rng) == 0 { cache.removeValue(forKey: key) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        cache._checkInvariants()
+        #expect(cache.count <= 64)
+        let stats = cache.statistics
+        #expect(stats.loadSuccessCount == asyncLoads.value + syncLoads.value)
+        #expect(stats.requestCount == 6 * 1_500 * 2)
+    }
 }

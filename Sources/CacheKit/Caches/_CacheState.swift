@@ -10,6 +10,8 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var removalHandler: ((CacheRemoval<Key, Value>) -> Void)?
     @usableFromInline var evictionVeto: ((Key, Value, RemovalReason) -> Bool)?
     @usableFromInline var memoryPressureAction: MemoryPressureAction
+    /// Loads in flight (`Cache.value(forKey:loader:)`), by key: each holds the shared `Task`.
+    @usableFromInline var loads: [Key: _InFlightLoad] = [:]
 
     @inlinable
     init(countLimit: Int, totalCostLimit: Int, policy: EvictionPolicy) {
@@ -27,4 +29,14 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
     mutating func takeAll() -> _Core<Key, Value> {
         core.takeAll { [policy] in _AnyPolicy(policy, slotCapacity: $0) }
     }
+}
+
+/// One load in flight: the `Task` every caller for the key awaits, type-erased so that the state
+/// can hold it whatever `Value` is (the loading API requires `Sendable` values).
+@usableFromInline
+final class _InFlightLoad {
+    @usableFromInline let task: Any
+
+    @inlinable
+    init(task: Any) { self.task = task }
 }

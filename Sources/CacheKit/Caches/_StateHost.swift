@@ -31,8 +31,47 @@ extension _StateHost {
 
     @inlinable
     func _setValue(_ value: Value, forKey key: Key, cost: Int) -> WriteResult {
-        let (outcome, removals, handler, veto) = _withState { state in
+        _store(value, forKey: key, cost: cost, onlyIfAbsent: false).result
+    }
+
+    /// The value for `key`, or else `make()`'s, stored (outside the critical section `make` runs;
+    /// if another caller stored a value meanwhile, that one is kept and returned).
+    @inlinable
+    func _value(forKey key: Key, cost: Int, orInsert make: () throws -> Value) rethrows -> Value {
+        if let value = _value(forKey: key) { return value }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let value: Value
+        do {
+            value = try make()
+        } catch {
+            let elapsed = clock.now - start
+            _withState { $0.core.stats.recordLoad(succeeded: false, time: elapsed) }
+            throw error
+        }
+        let elapsed = clock.now - start
+        _withState { $0.core.stats.recordLoad(succeeded: true, time: elapsed) }
+        return _store(value, forKey: key, cost: cost, onlyIfAbsent: true).stored
+    }
+
+    /// Stores `value` (with `onlyIfAbsent`, only when `key` has no entry), then reports removals
+    /// and trims with the veto outside the critical section. Returns the write's result and the
+    /// value the cache now holds for `key` (the existing one when `onlyIfAbsent` kept it).
+    @inlinable
+    func _store(
+        _ value: Value,
+        forKey key: Key,
+        cost: Int,
+        onlyIfAbsent: Bool
+    ) -> (result: WriteResult, stored: Value) {
+        typealias Handler = ((CacheRemoval<Key, Value>) -> Void)?
+        typealias Veto = ((Key, Value, RemovalReason) -> Bool)?
+        let (outcome, existing, removals, handler, veto) = _withState {
+            state -> (WriteResult.Outcome, Value?, _Removals<Key, Value>, Handler, Veto) in
             var removals = _Removals<Key, Value>()
+            if onlyIfAbsent, let existing = state.core.peekValue(forKey: key) {
+                return (.replaced, existing, removals, nil, nil)
+            }
             let veto = state.evictionVeto
             let outcome = state.core.setValue(
                 value,
@@ -42,13 +81,14 @@ extension _StateHost {
                 removals: &removals
             )
             state.core._debugCheckInvariants()
-            return (outcome, removals, removals.isEmpty ? nil : state.removalHandler, veto)
+            return (outcome, nil, removals, removals.isEmpty ? nil : state.removalHandler, veto)
         }
+        if let existing { return (WriteResult(outcome: outcome), existing) }
         Self._report(removals, to: handler)
-        guard let veto else { return WriteResult(outcome: outcome) }
-        if case .rejected = outcome { return WriteResult(outcome: outcome, isOverLimit: _isOverLimit) }
+        guard let veto else { return (WriteResult(outcome: outcome), value) }
+        if case .rejected = outcome { return (WriteResult(outcome: outcome, isOverLimit: _isOverLimit), value) }
         let isOverLimit = _trim(askingVeto: veto, protecting: key) { $0.limits }
-        return WriteResult(outcome: outcome, isOverLimit: isOverLimit)
+        return (WriteResult(outcome: outcome, isOverLimit: isOverLimit), value)
     }
 
     @inlinable
@@ -82,7 +122,9 @@ extension _StateHost {
         var handler: ((CacheRemoval<Key, Value>) -> Void)?
         let old = _withState { state in
             handler = state.removalHandler
-            return state.takeAll()
+            let old = state.takeAll()
+            state.core.stats.recordRemovals(reason, count: old.count)
+            return old
         }
         guard let handler else { return }
         old.forEachSlotInEvictionOrder { slot in
@@ -93,6 +135,18 @@ extension _StateHost {
 
     @inlinable
     var _count: Int { _withState { $0.core.count } }
+
+    @inlinable
+    var _statistics: CacheStatistics { _withState { $0.core.stats.snapshot } }
+
+    @inlinable
+    var _isRecordingStatistics: Bool {
+        get { _withState { $0.core.stats.isRecording } }
+        set { _withState { $0.core.stats.isRecording = newValue } }
+    }
+
+    @inlinable
+    func _resetStatistics() { _withState { $0.core.stats.reset() } }
 
     @inlinable
     var _totalCost: Int { _withState { $0.core.totalCost } }

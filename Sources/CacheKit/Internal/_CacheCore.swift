@@ -39,6 +39,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         didSet { policy.setCapacity(countLimit) }
     }
     @usableFromInline var totalCostLimit: Int
+    /// Hits, misses and removals, counted here so that counting needs no lock of its own.
+    @usableFromInline var stats = _StatisticsCounters()
 
     @inlinable
     init(countLimit: Int, totalCostLimit: Int, policy makePolicy: (_ slotCapacity: Int) -> _AnyPolicy) {
@@ -109,6 +111,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     mutating func value(forKey key: Key) -> Value? {
         let slot = self.slot(of: key)
+        stats.recordRequest(hit: slot >= 0)
         guard slot >= 0 else { return nil }
         policy.didAccess(slot, links: links)
         return entries[Int(slot)].value
@@ -163,6 +166,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             setCost(cost, at: s)
             bumpGeneration(s)
             policy.didUpdate(found.slot, links: links)
+            stats.recordRemovals(.replaced)
             removals.append(CacheRemoval(key: entries[s].key, value: old, reason: .replaced))
             if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit {
                 trim(to: limits, protecting: found.slot, removals: &removals)
@@ -292,6 +296,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     mutating func takeAll(policy makePolicy: (_ slotCapacity: Int) -> _AnyPolicy) -> _CacheCore {
         var fresh = _CacheCore(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: makePolicy)
         if generations != nil { fresh.trackGenerations() }
+        fresh.stats = stats
         swap(&self, &fresh)
         return fresh
     }
@@ -306,6 +311,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         if let costs { totalCost -= costs[s] }
         bumpGeneration(s)
         count -= 1
+        stats.recordRemovals(reason)
         let entry = (entries + s).move()
         links.setNext(slot, freeHead)  // the link outlives the entry: the free list runs through it
         freeHead = slot

@@ -23,6 +23,10 @@ protocol CacheUnderTest<Key, Value>: AnyObject {
     var memoryPressureAction: MemoryPressureAction { get set }
     func handleMemoryPressure()
     func _checkInvariants()
+    func value(forKey key: Key, cost: Int, orInsert make: () throws -> Value) rethrows -> Value
+    var statistics: CacheStatistics { get }
+    var isRecordingStatistics: Bool { get set }
+    func resetStatistics()
     /// Installs a removal handler (as `@Sendable`, which both caches accept).
     func onRemoval(_ handler: @escaping @Sendable (CacheRemoval<Key, Value>) -> Void)
     /// Installs (or with `nil` removes) an eviction veto.
@@ -118,4 +122,13 @@ struct SeededGenerator: RandomNumberGenerator {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+extension CacheUnderTest {
+    func value(forKey key: Key, orInsert make: () throws -> Value) rethrows -> Value {
+        try value(forKey: key, cost: 0, orInsert: make)
+    }
+
+    @discardableResult
+    func setValue(_ value: Value, forKey key: Key) -> WriteResult { setValue(value, forKey: key, cost: 0) }
 }
