@@ -101,7 +101,7 @@ extension Cache where Key: Sendable, Value: Sendable {
         }
         let (hit, task) = _withState { state -> (Value?, Task<Value, any Error>?) in
             if let value = state.core.value(forKey: key) { return (value, nil) }
-            if let load = state.loads[key] { return (nil, load.task as! Task<Value, any Error>) }
+            if let load = state.loads[key] { return (nil, (load.task as! Task<Value, any Error>)) }
             let task = Task<Value, any Error> {
                 try await _LoadChain.$links.withValue(chain + [_LoadChain.Link(cache: id, key: key)]) {
                     try await self._runLoad(forKey: key, cost: cost, loader: loader)
