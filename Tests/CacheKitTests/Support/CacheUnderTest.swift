@@ -1,5 +1,5 @@
 import CacheKit
-import Synchronization
+import Foundation
 
 /// Both caches behind one interface, so every behaviour test runs against each.
 protocol CacheUnderTest<Key, Value>: AnyObject {
@@ -97,16 +97,21 @@ final class RemovalLog<Key: Sendable, Value: Sendable>: Sendable {
     }
 }
 
-/// A value behind a mutex, for test bookkeeping.
-final class Locked<T: Sendable>: Sendable {
-    private let mutex: Mutex<T>
+/// A value behind a lock, for test bookkeeping.
+///
+/// An `NSLock` (a pthread mutex), not `Synchronization.Mutex`: ThreadSanitizer sees pthread
+/// locking but not the standard library's futex-based `Mutex`, and reports the accesses it guards
+/// as races.
+final class Locked<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
 
-    init(_ value: T) { mutex = Mutex(value) }
+    init(_ value: T) { stored = value }
 
-    var value: T { mutex.withLock { $0 } }
+    var value: T { lock.withLock { stored } }
 
     @discardableResult
-    func mutate<R: Sendable>(_ body: (inout T) -> R) -> R { mutex.withLock { body(&$0) } }
+    func mutate<R: Sendable>(_ body: (inout T) -> R) -> R { lock.withLock { body(&stored) } }
 }
 
 /// A PRNG with a fixed seed, so a failing random test replays (SplitMix64).
