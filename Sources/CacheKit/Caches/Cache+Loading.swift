@@ -1,15 +1,20 @@
 extension Cache {
-    /// The value for `key`; on a miss, the value `make()` returns, stored with `cost`.
+    /// The value for `key`; on a miss, the value `make()` returns, stored with `cost` and `expiresAfter`.
     ///
     /// `make` runs outside the lock, so it may use this cache. Two threads that miss the same key
     /// at once may both run `make`; the first value stored wins and both get it. For one load per
-    /// key however many callers wait, use ``value(forKey:cost:loader:)``. If `make` throws,
+    /// key however many callers wait, use ``value(forKey:cost:expiresAfter:loader:)``. If `make` throws,
     /// nothing is stored and the error reaches the caller; a miss and a failed load are counted.
     ///
     /// - Complexity: O(1) plus `make`.
     @inlinable
-    public func value(forKey key: Key, cost: Int = 0, orInsert make: () throws -> Value) rethrows -> Value {
-        try _value(forKey: key, cost: cost, orInsert: make)
+    public func value(
+        forKey key: Key,
+        cost: Int = 0,
+        expiresAfter: Duration? = nil,
+        orInsert make: () throws -> Value
+    ) rethrows -> Value {
+        try _value(forKey: key, cost: cost, expiresAfter: expiresAfter, orInsert: make)
     }
 
     /// Counts of hits, misses, removals by reason and loads. See ``CacheStatistics``.
@@ -27,14 +32,19 @@ extension Cache {
 }
 
 extension SerialCache {
-    /// The value for `key`; on a miss, the value `make()` returns, stored with `cost`. If `make`
+    /// The value for `key`; on a miss, the value `make()` returns, stored with `cost` and `expiresAfter`. If `make`
     /// stored a value for `key` itself, that one is kept and returned. If `make` throws, nothing
     /// is stored.
     ///
     /// - Complexity: O(1) plus `make`.
     @inlinable
-    public func value(forKey key: Key, cost: Int = 0, orInsert make: () throws -> Value) rethrows -> Value {
-        try _value(forKey: key, cost: cost, orInsert: make)
+    public func value(
+        forKey key: Key,
+        cost: Int = 0,
+        expiresAfter: Duration? = nil,
+        orInsert make: () throws -> Value
+    ) rethrows -> Value {
+        try _value(forKey: key, cost: cost, expiresAfter: expiresAfter, orInsert: make)
     }
 
     /// Counts of hits, misses, removals by reason and loads. See ``CacheStatistics``.
@@ -85,13 +95,20 @@ extension Cache where Key: Sendable, Value: Sendable {
     ///   its own key (directly or through other loads it started) gets
     ///   ``CacheLoadError/recursiveLoad(key:)`` instead of waiting forever. Cycles that pass
     ///   through loads started by other callers are not detected.
-    /// - The loaded value is stored with `cost`, like ``setValue(_:forKey:cost:)``: limits,
-    ///   the removal handler and the eviction veto apply. No loader runs while the lock is held.
+    /// - The loaded value is stored with `cost` and `expiresAfter`, like
+    ///   ``setValue(_:forKey:cost:expiresAfter:)``: limits, the insertion policy, the removal
+    ///   handler and the eviction veto apply. A value the insertion policy refuses is still
+    ///   returned to every waiter, just not stored. No loader runs while the lock is held.
+    /// - With ``Expiration/refreshAfterWrite``, a hit on a value older than that returns the
+    ///   value at once and starts one background reload with `loader`, which replaces the value
+    ///   when it succeeds (unless the key was written or removed meanwhile). A failed refresh
+    ///   keeps the old value, which still expires as configured; the next hit tries again.
     ///
     /// - Complexity: O(1) on a hit; on a miss, O(1) plus the load.
     public func value(
         forKey key: Key,
         cost: Int = 0,
+        expiresAfter: Duration? = nil,
         loader: @escaping @Sendable (Key) async throws -> Value
     ) async throws -> Value {
         let id = ObjectIdentifier(self)
@@ -99,12 +116,42 @@ extension Cache where Key: Sendable, Value: Sendable {
         if chain.contains(where: { $0.cache == id && ($0.key as? Key) == key }) {
             throw CacheLoadError.recursiveLoad(key: "\(key)")
         }
-        let (hit, task) = _withState { state -> (Value?, Task<Value, any Error>?) in
-            if let value = state.core.value(forKey: key) { return (value, nil) }
+        let link = chain + [_LoadChain.Link(cache: id, key: key)]
+        let now = _timekeeper.now()
+        let (hit, task) = _withSweptState(now: now) { state, _ -> (Value?, Task<Value, any Error>?) in
+            let refreshSlot = Self._slotDueForRefresh(key, in: state, now: now)
+            if let value = state.core.value(forKey: key, now: now) {
+                if refreshSlot >= 0 {
+                    let condition = _StoreCondition.ifUnchanged(
+                        slot: refreshSlot,
+                        generation: state.core.generations?[Int(refreshSlot)] ?? 0
+                    )
+                    state.loads[key] = _InFlightLoad(
+                        task: Task<Value, any Error> {
+                            try await _LoadChain.$links.withValue(link) {
+                                try await self._runLoad(
+                                    forKey: key,
+                                    cost: cost,
+                                    expiresAfter: expiresAfter,
+                                    storing: condition,
+                                    loader: loader
+                                )
+                            }
+                        }
+                    )
+                }
+                return (value, nil)
+            }
             if let load = state.loads[key] { return (nil, (load.task as! Task<Value, any Error>)) }
             let task = Task<Value, any Error> {
-                try await _LoadChain.$links.withValue(chain + [_LoadChain.Link(cache: id, key: key)]) {
-                    try await self._runLoad(forKey: key, cost: cost, loader: loader)
+                try await _LoadChain.$links.withValue(link) {
+                    try await self._runLoad(
+                        forKey: key,
+                        cost: cost,
+                        expiresAfter: expiresAfter,
+                        storing: .always,
+                        loader: loader
+                    )
                 }
             }
             state.loads[key] = _InFlightLoad(task: task)
@@ -114,10 +161,23 @@ extension Cache where Key: Sendable, Value: Sendable {
         return try await task!.value
     }
 
-    /// Runs one load, then, in one critical section, retires it and stores its value.
+    /// The slot of `key` if its value is due for a refresh and no load for it is running, else -1.
+    static func _slotDueForRefresh(_ key: Key, in state: borrowing _CacheState<Key, Value>, now: Int64) -> Int32 {
+        guard let expiry = state.core.expiry, expiry.refreshAfter != _Expiry.never, state.loads[key] == nil else {
+            return -1
+        }
+        let slot = state.core.slot(of: key)
+        return slot >= 0 && expiry.isDueForRefresh(slot, now: now) ? slot : -1
+    }
+
+    /// Runs one load, then, in one critical section, retires it and stores its value (if
+    /// `condition` allows; a refresh does not overwrite a newer write). A failed load stores
+    /// nothing, so a failed refresh keeps the old value.
     func _runLoad(
         forKey key: Key,
         cost: Int,
+        expiresAfter: Duration?,
+        storing condition: _StoreCondition,
         loader: @Sendable (Key) async throws -> Value
     ) async throws -> Value {
         let clock = ContinuousClock()
@@ -136,17 +196,9 @@ extension Cache where Key: Sendable, Value: Sendable {
             }
             return try result.get()
         }
-        let (removals, handler, veto) = _withState { state in
+        return _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: condition) { state in
             state.loads[key] = nil
             state.core.stats.recordLoad(succeeded: true, time: elapsed)
-            var removals = _Removals<Key, Value>()
-            let veto = state.evictionVeto
-            _ = state.core.setValue(value, forKey: key, cost: cost, evictInline: veto == nil, removals: &removals)
-            state.core._debugCheckInvariants()
-            return (removals, removals.isEmpty ? nil : state.removalHandler, veto)
-        }
-        Self._report(removals, to: handler)
-        if let veto { _ = _trim(askingVeto: veto, protecting: key) { $0.limits } }
-        return value
+        }.stored
     }
 }

@@ -43,6 +43,10 @@ public final class Cache<Key: Hashable, Value> {
     /// ThreadSanitizer's annotations, copied here so the lock path reads a field, not a lazy global.
     @usableFromInline let tsanAcquire = _ThreadSanitizer.acquire
     @usableFromInline let tsanRelease = _ThreadSanitizer.release
+    @usableFromInline let _timekeeper: _Timekeeper
+    @usableFromInline let _insertionPolicy: ((Key, Value, Int) -> Bool)?
+    /// The background sweep (``Expiration/sweepInterval``), cancelled when the cache goes.
+    private var sweeper: Task<Void, Never>?
 
     /// Creates a cache.
     ///
@@ -51,16 +55,56 @@ public final class Cache<Key: Hashable, Value> {
     ///   - totalCostLimit: The most total cost the cache holds; `0` (the default) means no limit.
     ///   - policy: Which entry leaves first when a limit is reached. Defaults to
     ///     ``EvictionPolicy/default`` (W-TinyLFU), the best hit ratio across CacheKit's trace set.
-    /// - Precondition: `countLimit` and `totalCostLimit` are not negative.
-    public init(countLimit: Int = 0, totalCostLimit: Int = 0, policy: EvictionPolicy = .default) {
+    ///   - expiration: When entries expire (time to live, time to idle, refresh). Defaults to
+    ///     ``Expiration/never``; a write can still give its entry an `expiresAfter`.
+    ///   - clock: The clock expiry is measured on. Tests pass a ``ManualClock``.
+    ///   - insertionPolicy: Asked before each value is stored, with its key, value and cost; a
+    ///     value it refuses is not stored (see ``WriteResult/Rejection/insertionPolicy``). Runs
+    ///     outside the lock. `nil` (the default) stores everything.
+    /// - Precondition: `countLimit` and `totalCostLimit` are not negative; every duration in
+    ///   `expiration` is positive. A violation traps with a message naming the parameter.
+    public init(
+        countLimit: Int = 0,
+        totalCostLimit: Int = 0,
+        policy: EvictionPolicy = .default,
+        expiration: Expiration = .never,
+        clock: some Clock<Duration> = ContinuousClock(),
+        insertionPolicy: (@Sendable (_ key: Key, _ value: Value, _ cost: Int) -> Bool)? = nil
+    ) {
         state = .allocate(capacity: 1)
-        state.initialize(to: _CacheState(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: policy))
+        state.initialize(
+            to: _CacheState(
+                countLimit: countLimit,
+                totalCostLimit: totalCostLimit,
+                policy: policy,
+                expiration: expiration
+            )
+        )
+        _timekeeper = _Timekeeper(clock, active: expiration.isActive)
+        _insertionPolicy = insertionPolicy
+        if let interval = expiration.sweepInterval { sweeper = _startSweeping(every: interval) }
     }
 
     deinit {
+        sweeper?.cancel()
         state.deinitialize(count: 1)
         state.deallocate()
     }
+
+    /// Removes expired entries every `interval` of the cache's clock, until the cache goes.
+    private func _startSweeping(every interval: Duration) -> Task<Void, Never> {
+        // Held weakly and type-erased: the task must neither keep the cache alive nor capture
+        // its generic parameters, which need not be Sendable.
+        let cache = _WeakSweepable(self)
+        return _Timekeeper.repeating(every: interval, sleep: _timekeeper.sleep) {
+            guard let strong = cache.object else { return false }
+            strong.removeExpired()
+            return true
+        }
+    }
+
+    /// The expiration this cache was created with.
+    public var expiration: Expiration { _withState { $0.expiration } }
 
     /// The eviction policy this cache was created with.
     public var policy: EvictionPolicy { _withState { $0.policy } }
@@ -98,21 +142,29 @@ public final class Cache<Key: Hashable, Value> {
     /// Stores `value` for `key` with a cost, then evicts until both limits hold.
     ///
     /// A new entry never evicts itself; a replaced value is reported to ``removalHandler`` with
-    /// reason ``RemovalReason/replaced``. If `cost` alone exceeds `totalCostLimit`, nothing is
-    /// stored, any previous value for `key` is removed, and the result says
-    /// ``WriteResult/Rejection/costExceedsLimit``.
+    /// reason ``RemovalReason/replaced``. If `cost` alone exceeds `totalCostLimit`, or the
+    /// ``insertionPolicy`` refuses the value, nothing is stored, any previous value for `key` is
+    /// removed, and the result says why (``WriteResult/Rejection``).
     ///
     /// - Parameters:
     ///   - value: The value to store.
     ///   - key: Its key.
     ///   - cost: What the entry weighs against `totalCostLimit` (bytes, say). Defaults to 0.
+    ///   - expiresAfter: How long this entry lives, in place of ``Expiration/afterWrite``; `nil`
+    ///     (the default) for the cache's setting.
     /// - Returns: What happened. Ignoring it is fine.
-    /// - Precondition: `cost` is not negative.
-    /// - Complexity: O(1) amortized, plus O(1) per entry evicted.
+    /// - Precondition: `cost` is not negative; `expiresAfter` is positive.
+    /// - Complexity: O(1) amortized, plus O(1) per entry evicted; O(log *n*) with expiry.
     @inlinable
     @discardableResult
-    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0) -> WriteResult {
-        _setValue(value, forKey: key, cost: cost)
+    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0, expiresAfter: Duration? = nil) -> WriteResult {
+        _setValue(value, forKey: key, cost: cost, expiresAfter: expiresAfter)
+    }
+
+    /// Decides which values are stored: asked with the key, value and cost before each write
+    /// (including loads). Set when the cache is created.
+    public var insertionPolicy: (@Sendable (_ key: Key, _ value: Value, _ cost: Int) -> Bool)? {
+        unsafeBitCast(_insertionPolicy, to: (@Sendable (Key, Value, Int) -> Bool)?.self)
     }
 
     /// Removes the entry for `key` and returns its value, or `nil` if there was none.

@@ -19,6 +19,8 @@
 /// The same engine as ``Cache`` without a mutex: O(1) reads and writes, no allocation once full.
 public final class SerialCache<Key: Hashable, Value> {
     @usableFromInline let state: UnsafeMutablePointer<_CacheState<Key, Value>>
+    @usableFromInline let _timekeeper: _Timekeeper
+    @usableFromInline let _insertionPolicy: ((Key, Value, Int) -> Bool)?
 
     /// Creates a cache.
     ///
@@ -27,11 +29,39 @@ public final class SerialCache<Key: Hashable, Value> {
     ///   - totalCostLimit: The most total cost the cache holds; `0` (the default) means no limit.
     ///   - policy: Which entry leaves first when a limit is reached. Defaults to ``EvictionPolicy/lru``: YapCache's
     ///     strict LRU, unlike ``Cache``, whose default is ``EvictionPolicy/default``.
-    /// - Precondition: `countLimit` and `totalCostLimit` are not negative.
-    public init(countLimit: Int = 0, totalCostLimit: Int = 0, policy: EvictionPolicy = .lru) {
+    ///   - expiration: When entries expire (time to live, time to idle, refresh). Defaults to
+    ///     ``Expiration/never``; a write can still give its entry an `expiresAfter`.
+    ///   - clock: The clock expiry is measured on. Tests pass a ``ManualClock``.
+    ///     ``Expiration/sweepInterval`` is ignored: a `SerialCache` runs nothing in the background.
+    ///   - insertionPolicy: Asked before each value is stored; a value it refuses is not stored.
+    /// - Precondition: `countLimit` and `totalCostLimit` are not negative; every duration in
+    ///   `expiration` is positive. A violation traps with a message naming the parameter.
+    public init(
+        countLimit: Int = 0,
+        totalCostLimit: Int = 0,
+        policy: EvictionPolicy = .lru,
+        expiration: Expiration = .never,
+        clock: some Clock<Duration> = ContinuousClock(),
+        insertionPolicy: ((_ key: Key, _ value: Value, _ cost: Int) -> Bool)? = nil
+    ) {
         state = .allocate(capacity: 1)
-        state.initialize(to: _CacheState(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: policy))
+        state.initialize(
+            to: _CacheState(
+                countLimit: countLimit,
+                totalCostLimit: totalCostLimit,
+                policy: policy,
+                expiration: expiration
+            )
+        )
+        _timekeeper = _Timekeeper(clock, active: expiration.isActive)
+        _insertionPolicy = insertionPolicy
     }
+
+    /// The expiration this cache was created with.
+    public var expiration: Expiration { state.pointee.expiration }
+
+    /// Decides which values are stored. Set when the cache is created.
+    public var insertionPolicy: ((_ key: Key, _ value: Value, _ cost: Int) -> Bool)? { _insertionPolicy }
 
     deinit {
         state.deinitialize(count: 1)
@@ -72,14 +102,14 @@ public final class SerialCache<Key: Hashable, Value> {
     public func contains(_ key: Key) -> Bool { _contains(key) }
 
     /// Stores `value` for `key` with a cost, then evicts until both limits hold.
-    /// See ``Cache/setValue(_:forKey:cost:)``: the rules are the same.
+    /// See ``Cache/setValue(_:forKey:cost:expiresAfter:)``: the rules are the same.
     ///
-    /// - Precondition: `cost` is not negative.
-    /// - Complexity: O(1) amortized, plus O(1) per entry evicted.
+    /// - Precondition: `cost` is not negative; `expiresAfter` is positive.
+    /// - Complexity: O(1) amortized, plus O(1) per entry evicted; O(log *n*) with expiry.
     @inlinable
     @discardableResult
-    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0) -> WriteResult {
-        _setValue(value, forKey: key, cost: cost)
+    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0, expiresAfter: Duration? = nil) -> WriteResult {
+        _setValue(value, forKey: key, cost: cost, expiresAfter: expiresAfter)
     }
 
     /// Removes the entry for `key` and returns its value, or `nil` if there was none.
@@ -101,10 +131,10 @@ public final class SerialCache<Key: Hashable, Value> {
     public func removeAll() { _removeAll(reason: .removedAll) }
 
     /// The number of entries.
-    public var count: Int { state.pointee.core.count }
+    public var count: Int { _count }
 
     /// The sum of the costs of all entries.
-    public var totalCost: Int { state.pointee.core.totalCost }
+    public var totalCost: Int { _totalCost }
 
     /// The most entries the cache holds; `0` means no limit. Lowering it evicts at once.
     ///

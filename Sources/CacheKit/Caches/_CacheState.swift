@@ -7,18 +7,26 @@ typealias _Core<Key: Hashable, Value> = _CacheCore<Key, Value>
 struct _CacheState<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var core: _Core<Key, Value>
     @usableFromInline let policy: EvictionPolicy
+    @usableFromInline let expiration: Expiration
     @usableFromInline var removalHandler: ((CacheRemoval<Key, Value>) -> Void)?
     @usableFromInline var evictionVeto: ((Key, Value, RemovalReason) -> Bool)?
     @usableFromInline var memoryPressureAction: MemoryPressureAction
     /// Loads in flight (`Cache.value(forKey:loader:)`), by key: each holds the shared `Task`.
     @usableFromInline var loads: [Key: _InFlightLoad] = [:]
 
-    @inlinable
-    init(countLimit: Int, totalCostLimit: Int, policy: EvictionPolicy) {
+    init(countLimit: Int, totalCostLimit: Int, policy: EvictionPolicy, expiration: Expiration = .never) {
+        expiration.validate()
         self.policy = policy
-        self.core = _Core(countLimit: countLimit, totalCostLimit: totalCostLimit) {
+        self.expiration = expiration
+        self.core = _Core(
+            countLimit: countLimit,
+            totalCostLimit: totalCostLimit,
+            expiry: expiration.isActive ? _ExpiryTimes(expiration) : nil
+        ) {
             _AnyPolicy(policy, slotCapacity: $0)
         }
+        // A refresh must not overwrite a write that happened while it loaded: it compares versions.
+        if expiration.refreshAfterWrite != nil { core.trackGenerations() }
         self.removalHandler = nil
         self.evictionVeto = nil
         self.memoryPressureAction = .removeAll

@@ -11,33 +11,88 @@ protocol _StateHost: AnyObject {
 
     /// Runs `body` with exclusive access to the state.
     func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R
+
+    /// The cache's clock.
+    var _timekeeper: _Timekeeper { get }
+
+    /// Consulted before a value is stored; `nil` stores everything.
+    var _insertionPolicy: ((Key, Value, Int) -> Bool)? { get }
+}
+
+/// When a store happens.
+@usableFromInline
+enum _StoreCondition {
+    /// Always.
+    case always
+    /// Only when the key has no entry (otherwise the existing value is kept and returned).
+    case ifAbsent
+    /// When the key has no entry, or still has the entry whose slot had this generation (a
+    /// refresh does not overwrite a newer write).
+    case ifUnchanged(slot: Int32, generation: UInt32)
 }
 
 extension _StateHost {
+    /// Runs `body` in one critical section after removing the entries expired by `now`, then
+    /// reports what left (the sweep's removals and any `body` appended) outside it.
+    @inlinable
+    func _withSweptState<R>(
+        now: Int64,
+        _ body: (inout _CacheState<Key, Value>, inout _Removals<Key, Value>) throws -> R
+    ) rethrows -> R {
+        typealias Handler = ((CacheRemoval<Key, Value>) -> Void)?
+        let (result, removals, handler) = try _withState { state -> (R, _Removals<Key, Value>, Handler) in
+            var removals = _Removals<Key, Value>()
+            state.core.removeExpired(now: now, removals: &removals)
+            let result = try body(&state, &removals)
+            state.core._debugCheckInvariants()
+            return (result, removals, removals.isEmpty ? nil : state.removalHandler)
+        }
+        Self._report(removals, to: handler)
+        return result
+    }
+
+    /// Reads the state after removing expired entries: what every query sees.
+    @inlinable
+    func _withSweptState<R>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
+        try _withSweptState(now: _timekeeper.now()) { state, _ in try body(&state) }
+    }
+
     @inlinable
     func _value(forKey key: Key) -> Value? {
-        _withState { $0.core.value(forKey: key) }
+        let now = _timekeeper.now()
+        return _withSweptState(now: now) { state, _ in state.core.value(forKey: key, now: now) }
     }
 
     @inlinable
     func _peekValue(forKey key: Key) -> Value? {
-        _withState { $0.core.peekValue(forKey: key) }
+        _withSweptState { $0.core.peekValue(forKey: key) }
     }
 
     @inlinable
     func _contains(_ key: Key) -> Bool {
-        _withState { $0.core.slot(of: key) >= 0 }
+        _withSweptState { $0.core.slot(of: key) >= 0 }
     }
 
     @inlinable
-    func _setValue(_ value: Value, forKey key: Key, cost: Int) -> WriteResult {
-        _store(value, forKey: key, cost: cost, onlyIfAbsent: false).result
+    func _setValue(_ value: Value, forKey key: Key, cost: Int, expiresAfter: Duration? = nil) -> WriteResult {
+        _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: .always).result
+    }
+
+    /// Removes every entry that has expired, now rather than at the next operation.
+    @inlinable
+    func _removeExpired() {
+        _withSweptState { _ in }
     }
 
     /// The value for `key`, or else `make()`'s, stored (outside the critical section `make` runs;
     /// if another caller stored a value meanwhile, that one is kept and returned).
     @inlinable
-    func _value(forKey key: Key, cost: Int, orInsert make: () throws -> Value) rethrows -> Value {
+    func _value(
+        forKey key: Key,
+        cost: Int,
+        expiresAfter: Duration? = nil,
+        orInsert make: () throws -> Value
+    ) rethrows -> Value {
         if let value = _value(forKey: key) { return value }
         let clock = ContinuousClock()
         let start = clock.now
@@ -51,40 +106,63 @@ extension _StateHost {
         }
         let elapsed = clock.now - start
         _withState { $0.core.stats.recordLoad(succeeded: true, time: elapsed) }
-        return _store(value, forKey: key, cost: cost, onlyIfAbsent: true).stored
+        return _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: .ifAbsent).stored
     }
 
-    /// Stores `value` (with `onlyIfAbsent`, only when `key` has no entry), then reports removals
-    /// and trims with the veto outside the critical section. Returns the write's result and the
-    /// value the cache now holds for `key` (the existing one when `onlyIfAbsent` kept it).
+    /// Stores `value` if `condition` allows and the insertion policy accepts it, then reports
+    /// removals and trims with the veto outside the critical section. Returns the write's result
+    /// and the value the cache now holds for `key` (the existing one when `.ifAbsent` kept it).
+    ///
+    /// `underLock` runs inside the write's critical section, before the write (a load retires
+    /// itself there, so no caller sees neither the load nor its value).
     @inlinable
     func _store(
         _ value: Value,
         forKey key: Key,
         cost: Int,
-        onlyIfAbsent: Bool
+        expiresAfter: Duration? = nil,
+        when condition: _StoreCondition,
+        underLock: (inout _CacheState<Key, Value>) -> Void = { _ in }
     ) -> (result: WriteResult, stored: Value) {
-        typealias Handler = ((CacheRemoval<Key, Value>) -> Void)?
+        precondition(cost >= 0, "cost must not be negative (got \(cost))")
+        if let expiresAfter {
+            precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))")
+        }
+        let accepted = _insertionPolicy.map { $0(key, value, cost) } ?? true
+        let now = expiresAfter == nil ? _timekeeper.now() : _timekeeper.activate()
         typealias Veto = ((Key, Value, RemovalReason) -> Bool)?
-        let (outcome, existing, removals, handler, veto) = _withState {
-            state -> (WriteResult.Outcome, Value?, _Removals<Key, Value>, Handler, Veto) in
-            var removals = _Removals<Key, Value>()
-            if onlyIfAbsent, let existing = state.core.peekValue(forKey: key) {
-                return (.replaced, existing, removals, nil, nil)
+        let (outcome, existing, veto) = _withSweptState(now: now) {
+            state, removals -> (WriteResult.Outcome, Value?, Veto) in
+            underLock(&state)
+            switch condition {
+            case .always:
+                break
+            case .ifAbsent:
+                if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
+            case .ifUnchanged(let slot, let generation):
+                let current = state.core.slot(of: key)
+                if current >= 0 && (current != slot || state.core.generations?[Int(slot)] != generation) {
+                    return (.replaced, state.core.entries[Int(current)].value, nil)
+                }
             }
+            guard accepted else {
+                if let old = state.core.removeValue(forKey: key, reason: .replaced) { removals.append(old) }
+                return (.rejected(.insertionPolicy), nil, nil)
+            }
+            if expiresAfter != nil { state.core.enableExpiry() }
             let veto = state.evictionVeto
             let outcome = state.core.setValue(
                 value,
                 forKey: key,
                 cost: cost,
+                now: now,
+                timeToLive: expiresAfter?._nanoseconds,
                 evictInline: veto == nil,
                 removals: &removals
             )
-            state.core._debugCheckInvariants()
-            return (outcome, nil, removals, removals.isEmpty ? nil : state.removalHandler, veto)
+            return (outcome, nil, veto)
         }
         if let existing { return (WriteResult(outcome: outcome), existing) }
-        Self._report(removals, to: handler)
         guard let veto else { return (WriteResult(outcome: outcome), value) }
         if case .rejected = outcome { return (WriteResult(outcome: outcome, isOverLimit: _isOverLimit), value) }
         let isOverLimit = _trim(askingVeto: veto, protecting: key) { $0.limits }
@@ -93,26 +171,20 @@ extension _StateHost {
 
     @inlinable
     func _removeValue(forKey key: Key) -> Value? {
-        let (removal, handler) = _withState { state in
-            let removal = state.core.removeValue(forKey: key, reason: .removed)
-            state.core._debugCheckInvariants()
-            return (removal, removal == nil ? nil : state.removalHandler)
+        _withSweptState(now: _timekeeper.now()) { state, removals in
+            guard let removal = state.core.removeValue(forKey: key, reason: .removed) else { return nil }
+            removals.append(removal)
+            return removal.value
         }
-        if let removal, let handler { handler(removal) }
-        return removal?.value
     }
 
     @inlinable
     func _removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key {
-        let (removals, handler) = _withState { state in
-            var removals = _Removals<Key, Value>()
+        _withSweptState(now: _timekeeper.now()) { state, removals in
             for key in keys {
                 if let removal = state.core.removeValue(forKey: key, reason: .removed) { removals.append(removal) }
             }
-            state.core._debugCheckInvariants()
-            return (removals, removals.isEmpty ? nil : state.removalHandler)
         }
-        Self._report(removals, to: handler)
     }
 
     // Not inlinable: it destroys a `_CacheCore`, whose deinit is not inlinable (and inlining it
@@ -134,7 +206,7 @@ extension _StateHost {
     }
 
     @inlinable
-    var _count: Int { _withState { $0.core.count } }
+    var _count: Int { _withSweptState { $0.core.count } }
 
     @inlinable
     var _statistics: CacheStatistics { _withState { $0.core.stats.snapshot } }
@@ -149,10 +221,10 @@ extension _StateHost {
     func _resetStatistics() { _withState { $0.core.stats.reset() } }
 
     @inlinable
-    var _totalCost: Int { _withState { $0.core.totalCost } }
+    var _totalCost: Int { _withSweptState { $0.core.totalCost } }
 
     @inlinable
-    var _isOverLimit: Bool { _withState { $0.core.isOverLimit } }
+    var _isOverLimit: Bool { _withSweptState { $0.core.isOverLimit } }
 
     /// Sets a limit and enforces it at once.
     @inlinable
@@ -197,7 +269,7 @@ extension _StateHost {
     /// A snapshot of the entries in eviction order, next victim first.
     @inlinable
     var _entries: [(key: Key, value: Value)] {
-        _withState { state in
+        _withSweptState { state in
             var result: [(key: Key, value: Value)] = []
             result.reserveCapacity(state.core.count)
             state.core.forEachSlotInEvictionOrder { slot in
@@ -211,7 +283,7 @@ extension _StateHost {
     /// A snapshot of the keys in eviction order, next victim first.
     @inlinable
     var _keys: [Key] {
-        _withState { state in
+        _withSweptState { state in
             var result: [Key] = []
             result.reserveCapacity(state.core.count)
             state.core.forEachSlotInEvictionOrder { slot in

@@ -1,7 +1,7 @@
 /// Why an entry left a cache. Every removal a removal handler hears carries one.
 ///
-/// Later releases add reasons (expiry is next, as `expired`); a `switch` over this type outside
-/// CacheKit should keep a `default` case, or test ``isEviction`` instead.
+/// Later releases may add reasons; a `switch` over this type outside CacheKit should keep a
+/// `default` case, or test ``isEviction`` instead.
 public enum RemovalReason: String, Hashable, Sendable, CaseIterable {
     /// Evicted by the policy to keep the cache within its `countLimit`.
     case evictedForCount
@@ -16,6 +16,9 @@ public enum RemovalReason: String, Hashable, Sendable, CaseIterable {
     case removedAll
     /// Evicted by `handleMemoryPressure()`.
     case memoryPressure
+    /// Its time ran out (see ``Expiration``), or `expireAll()` expired it. Not an eviction: the
+    /// eviction veto is not asked, since an expired value must not be served.
+    case expired
 
     /// Whether the cache chose this removal (an eviction), rather than the caller asking for it.
     ///
@@ -23,7 +26,7 @@ public enum RemovalReason: String, Hashable, Sendable, CaseIterable {
     public var isEviction: Bool {
         switch self {
         case .evictedForCount, .evictedForCost, .memoryPressure: true
-        case .replaced, .removed, .removedAll: false
+        case .replaced, .removed, .removedAll, .expired: false
         }
     }
 }

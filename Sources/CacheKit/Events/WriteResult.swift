@@ -17,6 +17,9 @@ public struct WriteResult: Hashable, Sendable {
         /// removed (reason ``RemovalReason/replaced``): a cache never answers with a value older
         /// than the last write.
         case costExceedsLimit
+        /// The cache's insertion policy refused the value. Any previous value for the key was
+        /// removed (reason ``RemovalReason/replaced``), as for ``costExceedsLimit``.
+        case insertionPolicy
     }
 
     /// The fate of the value written.

@@ -28,6 +28,12 @@ extension _CacheCore {
         precondition(occupied == count, "index holds \(occupied) slots, count is \(count)")
         precondition(count <= index.maxLoad, "index over its load factor")
         precondition(slotsUsed <= slotCapacity, "slots used exceed capacity")
+        if let expiry {
+            var live = Set<Int32>()
+            forEachSlotInEvictionOrder { live.insert($0); return true }
+            expiry._checkInvariants { live.contains($0) }
+            precondition(expiry.capacity >= slotsUsed, "expiry storage smaller than the slots in use")
+        }
     }
 
     /// Runs `_checkInvariants()` when the package is built with `CACHEKIT_INTERNAL_CHECKS`.

@@ -41,9 +41,16 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var totalCostLimit: Int
     /// Hits, misses and removals, counted here so that counting needs no lock of its own.
     @usableFromInline var stats = _StatisticsCounters()
+    /// Deadlines, once any entry can expire (see `_Expiry`); `nil` until then.
+    @usableFromInline var expiry: _Expiry?
 
     @inlinable
-    init(countLimit: Int, totalCostLimit: Int, policy makePolicy: (_ slotCapacity: Int) -> _AnyPolicy) {
+    init(
+        countLimit: Int,
+        totalCostLimit: Int,
+        expiry expiryTimes: _ExpiryTimes? = nil,
+        policy makePolicy: (_ slotCapacity: Int) -> _AnyPolicy
+    ) {
         precondition(countLimit >= 0, "countLimit must not be negative (got \(countLimit))")
         precondition(totalCostLimit >= 0, "totalCostLimit must not be negative (got \(totalCostLimit))")
         self.entries = _SlotMemory.allocate(_Entry<Key, Value>.self, capacity: 0)
@@ -60,6 +67,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         self.totalCost = 0
         self.countLimit = countLimit
         self.totalCostLimit = totalCostLimit
+        self.expiry = expiryTimes.map { _Expiry($0, capacity: 0) }
         self.policy.setCapacity(countLimit)
     }
 
@@ -70,6 +78,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         _SlotMemory.deallocate(hashes)
         if let costs { _SlotMemory.deallocate(costs) }
         if let generations { _SlotMemory.deallocate(generations) }
+        expiry?.deallocate()
         index.deallocate()
         policy.deallocate()
     }
@@ -107,13 +116,17 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         index.find(key, hash: key.hashValue, entries: entries).slot
     }
 
-    /// The value for `key`, recording the use with the policy.
+    /// The value for `key`, recording the use with the policy (and, with a time to idle, moving
+    /// its deadline; `now` is the time in nanoseconds, or -1 when unknown).
+    ///
+    /// Expects expired entries to have been removed (`removeExpired(now:removals:)`).
     @inlinable
-    mutating func value(forKey key: Key) -> Value? {
+    mutating func value(forKey key: Key, now: Int64 = -1) -> Value? {
         let slot = self.slot(of: key)
         stats.recordRequest(hit: slot >= 0)
         guard slot >= 0 else { return nil }
         policy.didAccess(slot, links: links)
+        if let expiry { expiry.didRead(slot, now: now) }
         return entries[Int(slot)].value
     }
 
@@ -149,6 +162,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         _ value: Value,
         forKey key: Key,
         cost: Int,
+        now: Int64 = -1,
+        timeToLive: Int64? = nil,
         evictInline: Bool,
         removals: inout _Removals<Key, Value>
     ) -> WriteResult.Outcome {
@@ -166,6 +181,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             setCost(cost, at: s)
             bumpGeneration(s)
             policy.didUpdate(found.slot, links: links)
+            if expiry != nil { expiry!.didWrite(found.slot, now: now, timeToLive: timeToLive) }
             stats.recordRemovals(.replaced)
             removals.append(CacheRemoval(key: entries[s].key, value: old, reason: .replaced))
             if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit {
@@ -199,6 +215,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         index.insert(slot: slot, at: bucket)
         count += 1
         policy.didInsert(slot, links: links)
+        if expiry != nil { expiry!.didWrite(slot, now: now, timeToLive: timeToLive) }
         if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit {
             trim(to: limits, protecting: slot, removals: &removals)
         }
@@ -210,6 +227,28 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     mutating func removeValue(forKey key: Key, reason: RemovalReason) -> CacheRemoval<Key, Value>? {
         let slot = self.slot(of: key)
         return slot >= 0 ? removeSlot(slot, reason: reason) : nil
+    }
+
+    /// Removes every entry that has expired by `now` (nanoseconds; nothing when -1), reason
+    /// `.expired`.
+    ///
+    /// - Complexity: O(1) when nothing has expired; O(log n) per entry removed or per entry whose
+    ///   deadline a read extended since it was scheduled.
+    @inlinable
+    mutating func removeExpired(now: Int64, removals: inout _Removals<Key, Value>) {
+        guard expiry != nil, now >= 0, expiry.unsafelyUnwrapped.earliestDeadline <= now else { return }
+        while true {
+            let slot = expiry!.nextExpired(now: now)
+            if slot == -1 { return }
+            removals.append(removeSlot(slot, reason: .expired))
+        }
+    }
+
+    /// Starts keeping deadlines (for a first per-entry expiry); existing entries never expire.
+    @inlinable
+    mutating func enableExpiry() {
+        guard expiry == nil else { return }
+        expiry = _Expiry(_ExpiryTimes(), capacity: slotCapacity)
     }
 
     /// Evicts in eviction order until `target` is met, skipping the slot `protecting`.
@@ -294,7 +333,12 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// the caller after unlocking, so emptying a large cache costs O(1) inside a lock.
     @inlinable
     mutating func takeAll(policy makePolicy: (_ slotCapacity: Int) -> _AnyPolicy) -> _CacheCore {
-        var fresh = _CacheCore(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: makePolicy)
+        var fresh = _CacheCore(
+            countLimit: countLimit,
+            totalCostLimit: totalCostLimit,
+            expiry: expiry?.times,
+            policy: makePolicy
+        )
         if generations != nil { fresh.trackGenerations() }
         fresh.stats = stats
         swap(&self, &fresh)
@@ -308,6 +352,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         let s = Int(slot)
         index.remove(at: index.bucket(ofSlot: slot, hash: Int(hashes[s])), hashes: hashes)
         policy.didRemove(slot, evicted: reason.isEviction, links: links)
+        if expiry != nil { expiry!.didRemove(slot) }
         if let costs { totalCost -= costs[s] }
         bumpGeneration(s)
         count -= 1
@@ -364,6 +409,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         costs = _SlotMemory.resized(costs, used: slotsUsed, to: newCapacity)
         generations = _SlotMemory.resized(generations, used: slotsUsed, to: newCapacity)
         policy.reserve(slotCapacity: newCapacity, used: slotsUsed)
+        if expiry != nil { expiry!.reserve(capacity: newCapacity, used: slotsUsed) }
         slotCapacity = newCapacity
     }
 

@@ -9,7 +9,7 @@ protocol CacheUnderTest<Key, Value>: AnyObject {
     func value(forKey key: Key) -> Value?
     func peekValue(forKey key: Key) -> Value?
     func contains(_ key: Key) -> Bool
-    @discardableResult func setValue(_ value: Value, forKey key: Key, cost: Int) -> WriteResult
+    @discardableResult func setValue(_ value: Value, forKey key: Key, cost: Int, expiresAfter: Duration?) -> WriteResult
     @discardableResult func removeValue(forKey key: Key) -> Value?
     func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key
     func removeAll()
@@ -23,7 +23,14 @@ protocol CacheUnderTest<Key, Value>: AnyObject {
     var memoryPressureAction: MemoryPressureAction { get set }
     func handleMemoryPressure()
     func _checkInvariants()
-    func value(forKey key: Key, cost: Int, orInsert make: () throws -> Value) rethrows -> Value
+    func value(
+        forKey key: Key,
+        cost: Int,
+        expiresAfter: Duration?,
+        orInsert make: () throws -> Value
+    ) rethrows -> Value
+    func removeExpired()
+    func expireAll()
     var statistics: CacheStatistics { get }
     var isRecordingStatistics: Bool { get set }
     func resetStatistics()
@@ -31,6 +38,17 @@ protocol CacheUnderTest<Key, Value>: AnyObject {
     func onRemoval(_ handler: @escaping @Sendable (CacheRemoval<Key, Value>) -> Void)
     /// Installs (or with `nil` removes) an eviction veto.
     func veto(_ veto: (@Sendable (Key, Value, RemovalReason) -> Bool)?)
+}
+
+extension CacheUnderTest {
+    @discardableResult
+    func setValue(_ value: Value, forKey key: Key, cost: Int = 0) -> WriteResult {
+        setValue(value, forKey: key, cost: cost, expiresAfter: nil)
+    }
+
+    func value(forKey key: Key, cost: Int = 0, orInsert make: () throws -> Value) rethrows -> Value {
+        try value(forKey: key, cost: cost, expiresAfter: nil, orInsert: make)
+    }
 }
 
 extension Cache: CacheUnderTest {
@@ -55,11 +73,31 @@ enum CacheKind: String, CaseIterable, CustomStringConvertible, Sendable {
         _: Value.Type = Value.self,
         countLimit: Int = 0,
         totalCostLimit: Int = 0,
-        policy: EvictionPolicy = .lru
+        policy: EvictionPolicy = .lru,
+        expiration: Expiration = .never,
+        clock: ManualClock? = nil,
+        insertionPolicy: (@Sendable (Key, Value, Int) -> Bool)? = nil
     ) -> any CacheUnderTest<Key, Value> {
-        switch self {
-        case .cache: Cache<Key, Value>(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: policy)
-        case .serial: SerialCache<Key, Value>(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: policy)
+        let clock = clock ?? ManualClock()
+        return switch self {
+        case .cache:
+            Cache<Key, Value>(
+                countLimit: countLimit,
+                totalCostLimit: totalCostLimit,
+                policy: policy,
+                expiration: expiration,
+                clock: clock,
+                insertionPolicy: insertionPolicy
+            )
+        case .serial:
+            SerialCache<Key, Value>(
+                countLimit: countLimit,
+                totalCostLimit: totalCostLimit,
+                policy: policy,
+                expiration: expiration,
+                clock: clock,
+                insertionPolicy: insertionPolicy
+            )
         }
     }
 }

@@ -1,0 +1,45 @@
+/// What a cache's background sweep calls.
+protocol _Sweepable: AnyObject {
+    func removeExpired()
+}
+
+/// A weak reference to a cache that may cross tasks: the background sweep holds its cache this
+/// way, so that it never keeps the cache alive.
+final class _WeakSweepable: @unchecked Sendable {
+    // Written once in `init`; reading a weak reference is thread-safe, and `removeExpired()`
+    // takes the cache's lock.
+    weak var object: (any _Sweepable)?
+
+    init(_ object: any _Sweepable) { self.object = object }
+}
+
+extension Cache: _Sweepable {}
+
+extension Cache {
+    /// Removes every entry that has expired now, reporting each with reason
+    /// ``RemovalReason/expired``. Every operation does this first anyway; call it to free
+    /// memory in a cache that sees no calls (or set ``Expiration/sweepInterval``).
+    ///
+    /// - Complexity: O(log *n*) per entry removed, O(1) if none.
+    public func removeExpired() { _removeExpired() }
+
+    /// Expires every entry at once (ClearCache's expiration trigger): removes them all,
+    /// reporting each with reason ``RemovalReason/expired``. The veto is not asked.
+    ///
+    /// - Complexity: O(1) inside the lock; O(*n*) afterwards to report and release the entries.
+    public func expireAll() { _removeAll(reason: .expired) }
+}
+
+extension SerialCache {
+    /// Removes every entry that has expired now, reporting each with reason
+    /// ``RemovalReason/expired``. Every operation does this first anyway.
+    ///
+    /// - Complexity: O(log *n*) per entry removed, O(1) if none.
+    public func removeExpired() { _removeExpired() }
+
+    /// Expires every entry at once: removes them all, reporting each with reason
+    /// ``RemovalReason/expired``.
+    ///
+    /// - Complexity: O(*n*) to report and release the entries.
+    public func expireAll() { _removeAll(reason: .expired) }
+}
