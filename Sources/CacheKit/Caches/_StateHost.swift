@@ -132,7 +132,8 @@ extension _StateHost {
         let now = expiresAfter == nil ? _timekeeper.now() : _timekeeper.activate()
         typealias Veto = ((Key, Value, RemovalReason) -> Bool)?
         let (outcome, existing, veto) = _withSweptState(now: now) {
-            state, removals -> (WriteResult.Outcome, Value?, Veto) in
+            state,
+            removals -> (WriteResult.Outcome, Value?, Veto) in
             underLock(&state)
             switch condition {
             case .always:

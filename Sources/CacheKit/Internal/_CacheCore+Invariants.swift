@@ -30,7 +30,10 @@ extension _CacheCore {
         precondition(slotsUsed <= slotCapacity, "slots used exceed capacity")
         if let expiry {
             var live = Set<Int32>()
-            forEachSlotInEvictionOrder { live.insert($0); return true }
+            forEachSlotInEvictionOrder {
+                live.insert($0)
+                return true
+            }
             expiry._checkInvariants { live.contains($0) }
             precondition(expiry.capacity >= slotsUsed, "expiry storage smaller than the slots in use")
         }
