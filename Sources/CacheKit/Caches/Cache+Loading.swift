@@ -118,7 +118,9 @@ extension Cache where Key: Sendable, Value: Sendable {
         }
         let link = chain + [_LoadChain.Link(cache: id, key: key)]
         let now = _timekeeper.now()
+        var observer: ((CacheActivity<Key>) -> Void)?
         let (hit, task) = _withSweptState(now: now) { state, _ -> (Value?, Task<Value, any Error>?) in
+            observer = state.activityObserver
             let refreshSlot = Self._slotDueForRefresh(key, in: state, now: now)
             if let value = state.core.value(forKey: key, now: now) {
                 if refreshSlot >= 0 {
@@ -157,6 +159,7 @@ extension Cache where Key: Sendable, Value: Sendable {
             state.loads[key] = _InFlightLoad(task: task)
             return (nil, task)
         }
+        observer?(hit == nil ? .miss(key: key) : .hit(key: key))
         if let hit { return hit }
         return try await task!.value
     }
@@ -189,16 +192,20 @@ extension Cache where Key: Sendable, Value: Sendable {
             result = .failure(error)
         }
         let elapsed = clock.now - start
-        guard case .success(let value) = result else {
-            _withState { state in
-                state.loads[key] = nil
-                state.core.stats.recordLoad(succeeded: false, time: elapsed)
-            }
-            return try result.get()
+        let value: Value
+        do {
+            value = try result.get()
+        } catch {
+            _recordLoad(forKey: key, time: elapsed, error: error) { $0.loads[key] = nil }
+            throw error
         }
-        return _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: condition) { state in
+        var observer: ((CacheActivity<Key>) -> Void)?
+        let stored = _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: condition) { state in
             state.loads[key] = nil
             state.core.stats.recordLoad(succeeded: true, time: elapsed)
+            observer = state.activityObserver
         }.stored
+        observer?(.load(key: key, duration: elapsed, error: nil))
+        return stored
     }
 }

@@ -233,9 +233,23 @@ public final class Cache<Key: Hashable, Value> {
     public var removalHandler: (@Sendable (CacheRemoval<Key, Value>) -> Void)? {
         // Only `@Sendable` closures are ever stored through this API, so the cast restores the type.
         get {
-            unsafeBitCast(_withState { $0.removalHandler }, to: (@Sendable (CacheRemoval<Key, Value>) -> Void)?.self)
+            unsafeBitCast(
+                _withState { $0.userRemovalHandler },
+                to: (@Sendable (CacheRemoval<Key, Value>) -> Void)?.self
+            )
         }
         set { _ = _exchangeRemovalHandler(newValue) }
+    }
+
+    /// Hears every hit, miss, write, removal and load (see ``CacheActivity``), after the lock is
+    /// released, on the thread that caused it; it may call back into this cache. For logging and
+    /// metrics: `CacheKitObservability` installs one. `nil` (the default) costs one branch per
+    /// operation.
+    public var activityObserver: (@Sendable (CacheActivity<Key>) -> Void)? {
+        get {
+            unsafeBitCast(_withState { $0.activityObserver }, to: (@Sendable (CacheActivity<Key>) -> Void)?.self)
+        }
+        set { _ = _exchangeActivityObserver(newValue) }
     }
 
     /// Asked before each eviction (for count, cost or memory pressure, never for explicit removals);

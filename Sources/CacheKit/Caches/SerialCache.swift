@@ -175,8 +175,15 @@ public final class SerialCache<Key: Hashable, Value> {
     /// Called with every entry that leaves the cache and why, once the cache's own work for the
     /// call is done. It may call back into the cache.
     public var removalHandler: ((CacheRemoval<Key, Value>) -> Void)? {
-        get { state.pointee.removalHandler }
+        get { state.pointee.userRemovalHandler }
         set { _ = _exchangeRemovalHandler(newValue) }
+    }
+
+    /// Hears every hit, miss, write, removal and load (see ``CacheActivity``), once the cache's
+    /// own work for the call is done; it may call back into the cache. `nil` by default.
+    public var activityObserver: ((CacheActivity<Key>) -> Void)? {
+        get { state.pointee.activityObserver }
+        set { _ = _exchangeActivityObserver(newValue) }
     }
 
     /// Asked before each eviction (for count, cost or memory pressure, never for explicit

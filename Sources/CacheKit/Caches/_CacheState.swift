@@ -8,7 +8,11 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var core: _Core<Key, Value>
     @usableFromInline let policy: EvictionPolicy
     @usableFromInline let expiration: Expiration
+    /// What every removal is reported to: the user's handler and the activity observer, or `nil`.
     @usableFromInline var removalHandler: ((CacheRemoval<Key, Value>) -> Void)?
+    /// The handler the user installed.
+    @usableFromInline var userRemovalHandler: ((CacheRemoval<Key, Value>) -> Void)?
+    @usableFromInline var activityObserver: ((CacheActivity<Key>) -> Void)?
     @usableFromInline var evictionVeto: ((Key, Value, RemovalReason) -> Bool)?
     @usableFromInline var memoryPressureAction: MemoryPressureAction
     /// Loads in flight (`Cache.value(forKey:loader:)`), by key: each holds the shared `Task`.
@@ -28,8 +32,24 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
         // A refresh must not overwrite a write that happened while it loaded: it compares versions.
         if expiration.refreshAfterWrite != nil { core.trackGenerations() }
         self.removalHandler = nil
+        self.userRemovalHandler = nil
+        self.activityObserver = nil
         self.evictionVeto = nil
         self.memoryPressureAction = .removeAll
+    }
+
+    /// Sets `removalHandler` to report to both the user's handler and the observer.
+    @inlinable
+    mutating func combineRemovalHooks() {
+        guard let observer = activityObserver else {
+            removalHandler = userRemovalHandler
+            return
+        }
+        let user = userRemovalHandler
+        removalHandler = { removal in
+            user?(removal)
+            observer(.removal(key: removal.key, reason: removal.reason))
+        }
     }
 
     /// Empties the core in O(1), returning the old one to report and free outside the lock.

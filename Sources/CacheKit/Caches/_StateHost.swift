@@ -60,7 +60,11 @@ extension _StateHost {
     @inlinable
     func _value(forKey key: Key) -> Value? {
         let now = _timekeeper.now()
-        return _withSweptState(now: now) { state, _ in state.core.value(forKey: key, now: now) }
+        let (value, observer) = _withSweptState(now: now) { state, _ in
+            (state.core.value(forKey: key, now: now), state.activityObserver)
+        }
+        if let observer { observer(value == nil ? .miss(key: key) : .hit(key: key)) }
+        return value
     }
 
     @inlinable
@@ -100,13 +104,27 @@ extension _StateHost {
         do {
             value = try make()
         } catch {
-            let elapsed = clock.now - start
-            _withState { $0.core.stats.recordLoad(succeeded: false, time: elapsed) }
+            _recordLoad(forKey: key, time: clock.now - start, error: error)
             throw error
         }
-        let elapsed = clock.now - start
-        _withState { $0.core.stats.recordLoad(succeeded: true, time: elapsed) }
+        _recordLoad(forKey: key, time: clock.now - start, error: nil)
         return _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: .ifAbsent).stored
+    }
+
+    /// Counts a load and tells the activity observer (`underLock` runs in the same critical section).
+    @inlinable
+    func _recordLoad(
+        forKey key: Key,
+        time: Duration,
+        error: (any Error)?,
+        underLock: (inout _CacheState<Key, Value>) -> Void = { _ in }
+    ) {
+        let observer = _withState { state in
+            underLock(&state)
+            state.core.stats.recordLoad(succeeded: error == nil, time: time)
+            return state.activityObserver
+        }
+        observer?(.load(key: key, duration: time, error: error))
     }
 
     /// Stores `value` if `condition` allows and the insertion policy accepts it, then reports
@@ -131,10 +149,12 @@ extension _StateHost {
         let accepted = _insertionPolicy.map { $0(key, value, cost) } ?? true
         let now = expiresAfter == nil ? _timekeeper.now() : _timekeeper.activate()
         typealias Veto = ((Key, Value, RemovalReason) -> Bool)?
+        var observer: ((CacheActivity<Key>) -> Void)?
         let (outcome, existing, veto) = _withSweptState(now: now) {
             state,
             removals -> (WriteResult.Outcome, Value?, Veto) in
             underLock(&state)
+            observer = state.activityObserver
             switch condition {
             case .always:
                 break
@@ -162,6 +182,11 @@ extension _StateHost {
                 removals: &removals
             )
             return (outcome, nil, veto)
+        }
+        if let observer, existing == nil, outcome != .rejected(.costExceedsLimit),
+            outcome != .rejected(.insertionPolicy)
+        {
+            observer(.write(key: key, cost: cost))
         }
         if let existing { return (WriteResult(outcome: outcome), existing) }
         guard let veto else { return (WriteResult(outcome: outcome), value) }
@@ -302,8 +327,22 @@ extension _StateHost {
         _ handler: ((CacheRemoval<Key, Value>) -> Void)?
     ) -> ((CacheRemoval<Key, Value>) -> Void)? {
         _withState { state in
-            let old = state.removalHandler
-            state.removalHandler = handler
+            let old = state.userRemovalHandler
+            state.userRemovalHandler = handler
+            state.combineRemovalHooks()
+            return old
+        }
+    }
+
+    /// Installs an activity observer, returning the old one (released outside the critical section).
+    @inlinable
+    func _exchangeActivityObserver(
+        _ observer: ((CacheActivity<Key>) -> Void)?
+    ) -> ((CacheActivity<Key>) -> Void)? {
+        _withState { state in
+            let old = state.activityObserver
+            state.activityObserver = observer
+            state.combineRemovalHooks()
             return old
         }
     }
