@@ -6,7 +6,7 @@ import Foundation
 /// `cachekit bench`: ns/op of CacheKit's caches against `Dictionary` and `NSCache`, in one run.
 enum Bench {
     static let workloads = ["get-hit", "get-miss", "set-evict", "mix"]
-    static let subjects = ["SerialCache", "Cache", "Dictionary", "NSCache"]
+    static let subjects = ["SerialCache", "Cache", "Cache+ttl", "Cache-stats", "Dictionary", "NSCache"]
 
     static let usage = """
         usage: cachekit bench [options]
@@ -15,7 +15,9 @@ enum Bench {
         (50% get, 50% set, keys uniform over twice the capacity), for SerialCache and Cache with
         each policy, against Dictionary (same lookups and inserts) and Foundation's NSCache, all
         in one run: each round runs every case once, and each figure is the median over the rounds. NSCache runs a tenth of the operations
-        (it is ~20x slower); ns/op stays comparable.
+        (it is ~20x slower); ns/op stays comparable. Cache+ttl is Cache with a one-hour time to
+        live on every entry (so the clock is read on every operation); Cache-stats is Cache with
+        statistics switched off. Their cost is printed as a ratio to Cache.
 
         options:
           --capacity N        entries the caches hold (default 50_000)
@@ -97,6 +99,28 @@ enum Bench {
                             }
                         )
                     )
+                }
+                for (subject, make) in [
+                    (
+                        "Cache+ttl",
+                        {
+                            Cache<Int, Int>(
+                                countLimit: capacity,
+                                policy: policy,
+                                expiration: .afterWrite(.seconds(3_600))
+                            )
+                        }
+                    ),
+                    (
+                        "Cache-stats",
+                        {
+                            let cache = Cache<Int, Int>(countLimit: capacity, policy: policy)
+                            cache.isRecordingStatistics = false
+                            return cache
+                        }
+                    ),
+                ] as [(String, () -> Cache<Int, Int>)] where chosenSubjects.contains(subject) {
+                    cases.append((subject, policy.name, 1, { plan.measureOnce(threads: 1, make: make) }))
                 }
                 if chosenSubjects.contains("Cache") {
                     for threads in threadCounts {
@@ -193,6 +217,33 @@ enum Bench {
             }
             if let nsCache = find("NSCache", "") {
                 print(String(format: "mix: Cache(lru) is %.1fx faster than NSCache", nsCache / cache))
+            }
+        }
+        // The cost of a feature: the same case with the feature on, over the case without it.
+        for workload in workloads {
+            for policy in Set(results.map(\.policy)).sorted() where !policy.isEmpty {
+                func ns(_ subject: String) -> Double? {
+                    results.first {
+                        $0.subject == subject && $0.policy == policy && $0.workload == workload && $0.threads == 1
+                    }?.nsPerOp
+                }
+                guard let cache = ns("Cache") else { continue }
+                if let ttl = ns("Cache+ttl") {
+                    print(
+                        String(
+                            format: "\(workload), \(policy): TTL costs %+.1f%% (Cache+ttl vs Cache)",
+                            (ttl / cache - 1) * 100
+                        )
+                    )
+                }
+                if let off = ns("Cache-stats") {
+                    print(
+                        String(
+                            format: "\(workload), \(policy): statistics cost %+.1f%% (Cache vs Cache-stats)",
+                            (cache / off - 1) * 100
+                        )
+                    )
+                }
             }
         }
     }

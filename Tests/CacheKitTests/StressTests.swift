@@ -110,4 +110,76 @@ struct StressTests {
         #expect(stats.loadSuccessCount == asyncLoads.value + syncLoads.value)
         #expect(stats.requestCount == 6 * 1_500 * 2)
     }
+
+    @Test(
+        "expiry, refresh, sweeps, triggers and loads mixed from many tasks keep the cache consistent",
+        .timeLimit(.minutes(1))
+    )
+    func expiryStress() async throws {
+        let clock = ManualClock()
+        let cache = Cache<Int, Int>(
+            countLimit: 80,
+            expiration: Expiration(
+                afterWrite: .seconds(30),
+                afterAccess: .seconds(10),
+                refreshAfterWrite: .seconds(5),
+                sweepInterval: .seconds(3)
+            ),
+            clock: clock
+        )
+        // Without a cost limit or insertion policy, every write adds one entry or replaces one
+        // (reported as a removal), so count = writes - removals once everything has settled.
+        let writes = Atomic<Int>(0)
+        let removals = Atomic<Int>(0)
+        cache.removalHandler = { removal in #expect(removal.value % 1_000 == removal.key) }
+        cache.activityObserver = { activity in
+            switch activity {
+            case .write: writes.add(1, ordering: .relaxed)
+            case .removal: removals.add(1, ordering: .relaxed)
+            default: break
+            }
+        }
+        let (events, trigger) = AsyncStream.makeStream(of: Void.self)
+        cache.expireAll(whenever: events)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for t in 0..<4 {
+                group.addTask {
+                    var rng = SeededGenerator(seed: UInt64(t) + 77)
+                    for i in 0..<1_500 {
+                        let key = Int.random(in: 0..<120, using: &rng)
+                        switch Int.random(in: 0..<100, using: &rng) {
+                        case 0..<30:
+                            let value = try await cache.value(forKey: key) { k in k + 1_000 * (i % 50) }
+                            #expect(value % 1_000 == key)
+                        case 30..<55:
+                            if let value = cache[key] { #expect(value % 1_000 == key) }
+                        case 55..<80:
+                            let ttl: Duration? =
+                                Bool.random(using: &rng) ? .seconds(Int64.random(in: 1...20, using: &rng)) : nil
+                            cache.setValue(key + 1_000 * (i % 50), forKey: key, expiresAfter: ttl)
+                        case 80..<88:
+                            cache.removeValue(forKey: key)
+                        case 88..<94:
+                            clock.advance(by: .seconds(Int64.random(in: 0...2, using: &rng)))
+                        case 94..<97:
+                            cache.removeExpired()
+                        case 97:
+                            trigger.yield()
+                        default:
+                            _ = cache.entries.count
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        trigger.finish()
+        // Background refreshes may still be storing: wait for the books to balance.
+        await eventually {
+            cache.count == writes.load(ordering: .relaxed) - removals.load(ordering: .relaxed)
+        }
+        cache._checkInvariants()
+        #expect(cache.count <= 80)
+        #expect(cache.statistics.loadSuccessCount > 0)
+    }
 }

@@ -1,6 +1,7 @@
-/// What a cache's background sweep calls.
+/// What a cache's background sweep and expiration triggers call.
 protocol _Sweepable: AnyObject {
     func removeExpired()
+    func expireAll()
 }
 
 /// A weak reference to a cache that may cross tasks: the background sweep holds its cache this

@@ -47,6 +47,8 @@ public final class Cache<Key: Hashable, Value> {
     @usableFromInline let _insertionPolicy: ((Key, Value, Int) -> Bool)?
     /// The background sweep (``Expiration/sweepInterval``), cancelled when the cache goes.
     private var sweeper: Task<Void, Never>?
+    /// The expiration triggers, cancelled when the cache goes.
+    let _triggers = _Triggers()
 
     /// Creates a cache.
     ///
@@ -87,6 +89,7 @@ public final class Cache<Key: Hashable, Value> {
 
     deinit {
         sweeper?.cancel()
+        _triggers.cancelAll()
         state.deinitialize(count: 1)
         state.deallocate()
     }

@@ -1,5 +1,11 @@
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// A cache's clock, type-erased, reading nanoseconds since the cache was created.
 ///
 /// The clock is read outside the cache's lock (an injected clock is user code), and only while
@@ -14,10 +20,35 @@ final class _Timekeeper: Sendable {
     @usableFromInline let active: Atomic<Bool>
 
     init<C: Clock>(_ clock: C, active: Bool) where C.Duration == Duration {
-        let start = clock.now
-        read = { Swift.max(0, start.duration(to: clock.now)._nanoseconds) }
+        if C.self == ContinuousClock.self, let coarse = Self.coarseReader() {
+            read = coarse
+        } else {
+            let start = clock.now
+            read = { Swift.max(0, start.duration(to: clock.now)._nanoseconds) }
+        }
         sleep = { try await clock.sleep(for: $0) }
         self.active = Atomic(active)
+    }
+
+    /// A fast reader for the default clock: the kernel's coarse monotonic clock, when its
+    /// resolution is 10 ms or finer (typically 1-4 ms). Reading `ContinuousClock` costs ~90 ns
+    /// here, the coarse clock ~8 ns, and an expiring cache reads the time on every operation.
+    static func coarseReader() -> (@Sendable () -> Int64)? {
+        #if os(Linux)
+        var resolution = timespec()
+        guard clock_getres(CLOCK_MONOTONIC_COARSE, &resolution) == 0,
+            resolution.tv_sec == 0, resolution.tv_nsec <= 10_000_000
+        else { return nil }
+        @Sendable func nanoseconds() -> Int64 {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+            return Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
+        }
+        let start = nanoseconds()
+        return { nanoseconds() &- start }
+        #else
+        return nil
+        #endif
     }
 
     @inlinable

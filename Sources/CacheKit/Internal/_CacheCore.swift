@@ -126,7 +126,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         stats.recordRequest(hit: slot >= 0)
         guard slot >= 0 else { return nil }
         policy.didAccess(slot, links: links)
-        if let expiry { expiry.didRead(slot, now: now) }
+        if expiry != nil { expiry!.didRead(slot, now: now) }
         return entries[Int(slot)].value
     }
 
@@ -236,7 +236,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     ///   deadline a read extended since it was scheduled.
     @inlinable
     mutating func removeExpired(now: Int64, removals: inout _Removals<Key, Value>) {
-        guard expiry != nil, now >= 0, expiry.unsafelyUnwrapped.earliestDeadline <= now else { return }
+        guard expiry != nil, now >= 0, expiry.unsafelyUnwrapped.hasExpired(now: now) else { return }
         while true {
             let slot = expiry!.nextExpired(now: now)
             if slot == -1 { return }

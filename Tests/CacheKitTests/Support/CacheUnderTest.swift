@@ -166,12 +166,3 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
-
-extension CacheUnderTest {
-    func value(forKey key: Key, orInsert make: () throws -> Value) rethrows -> Value {
-        try value(forKey: key, cost: 0, orInsert: make)
-    }
-
-    @discardableResult
-    func setValue(_ value: Value, forKey key: Key) -> WriteResult { setValue(value, forKey: key, cost: 0) }
-}
