@@ -13,11 +13,15 @@ let package = Package(
     products: [
         .library(name: "CacheKit", targets: ["CacheKit"]),
         .library(name: "CacheKitSimulator", targets: ["CacheKitSimulator"]),
+        .library(name: "CacheKitObservability", targets: ["CacheKitObservability"]),
         .executable(name: "cachekit", targets: ["cachekit"]),
     ],
     dependencies: [
         // Documentation only (`swift package generate-documentation`); no target depends on it.
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // CacheKitObservability only: the core CacheKit target stays dependency-free.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         .target(
@@ -30,6 +34,16 @@ let package = Package(
             name: "CacheKitSimulator",
             dependencies: ["CacheKit"]
         ),
+        // Bridges CacheKit's activity observer to swift-log and swift-metrics, in its own target so
+        // that CacheKit itself depends on nothing.
+        .target(
+            name: "CacheKitObservability",
+            dependencies: [
+                "CacheKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
         .executableTarget(
             name: "cachekit",
             dependencies: ["CacheKit", "CacheKitSimulator"]
@@ -41,6 +55,16 @@ let package = Package(
         .testTarget(
             name: "CacheKitSimulatorTests",
             dependencies: ["CacheKitSimulator", "CacheKit"]
+        ),
+        .testTarget(
+            name: "CacheKitObservabilityTests",
+            dependencies: [
+                "CacheKitObservability",
+                "CacheKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
