@@ -358,6 +358,38 @@ struct RefreshTests {
         await eventually { cache.statistics.loadSuccessCount == 2 }
         #expect(cache["k"] == "written")
     }
+
+    /// How an entry can leave while its refresh loads.
+    enum Departure: String, CaseIterable, Sendable {
+        case removed, expiredAll, expiredByTime, evicted
+    }
+
+    @Test("a refresh never brings back an entry that left while it loaded", arguments: Departure.allCases)
+    func refreshDoesNotResurrect(departure: Departure) async throws {
+        let clock = ManualClock()
+        let cache = Cache<String, String>(
+            countLimit: 1,
+            expiration: Expiration(afterWrite: .seconds(100), refreshAfterWrite: .seconds(10)),
+            clock: clock
+        )
+        let source = Source()
+        #expect(try await cache.value(forKey: "k", loader: source.load) == "k1")
+        clock.advance(by: .seconds(10))
+        let gate = Gate()
+        source.gate.mutate { $0 = gate }
+        #expect(try await cache.value(forKey: "k", loader: source.load) == "k1")  // starts the refresh
+        await eventually { await gate.arrivals == 1 }
+        switch departure {
+        case .removed: cache.removeValue(forKey: "k")
+        case .expiredAll: cache.expireAll()
+        case .expiredByTime: clock.advance(by: .seconds(90))
+        case .evicted: cache["other"] = "x"  // the count limit of 1 evicts "k"
+        }
+        #expect(cache.peekValue(forKey: "k") == nil)
+        await gate.open()
+        await eventually { cache.statistics.loadSuccessCount == 2 }
+        #expect(cache.peekValue(forKey: "k") == nil)
+    }
 }
 
 @Suite("Expiration model")
@@ -459,6 +491,25 @@ struct ExpirationTriggerTests {
         // After cancellation the element is never consumed for the cache: nothing expires.
         for _ in 0..<1_000 { await Task.yield() }
         #expect(cache[4] == 4)
+    }
+
+    @Test("a trigger whose sequence ends or throws stops by itself")
+    func sequenceEnds() async {
+        let cache = Cache<Int, Int>()
+        let (events, continuation) = AsyncStream.makeStream(of: Void.self)
+        let trigger = cache.expireAll(whenever: events)
+        cache[1] = 1
+        continuation.yield()
+        await eventually { cache.count == 0 }
+        #expect(!trigger.isCancelled)
+        continuation.finish()
+        await eventually { trigger.isCancelled }
+        let (failing, failure) = AsyncThrowingStream.makeStream(of: Void.self)
+        let second = cache.expireAll(whenever: failing)
+        failure.finish(throwing: LoadFailed(attempt: 1))
+        await eventually { second.isCancelled }
+        cache[2] = 2
+        #expect(cache[2] == 2)
     }
 
     @Test("a trigger holds its cache weakly and is cancelled with it")

@@ -199,6 +199,64 @@ struct LoadingTests {
         #expect(cache.peekValue(forKey: 3) == 30)
     }
 
+    /// What can happen to a key while its load runs.
+    enum Invalidation: String, CaseIterable, Sendable {
+        case removeValue, removeValues, removeAll, expireAll, write
+    }
+
+    @Test(
+        "a write or removal during a load wins: the load answers its waiters but stores nothing",
+        arguments: Invalidation.allCases
+    )
+    func invalidatedLoad(invalidation: Invalidation) async throws {
+        let cache = Cache<Int, Int>()
+        let gate = Gate()
+        let calls = Locked(0)
+        let loader: @Sendable (Int) async throws -> Int = { key in
+            let call = calls.mutate { n -> Int in
+                n += 1
+                return n
+            }
+            if call == 1 { await gate.wait() }
+            return key * 10 + call
+        }
+        let first = Task { try await cache.value(forKey: 4, loader: loader) }
+        await eventually { await gate.arrivals == 1 }
+        switch invalidation {
+        case .removeValue: cache.removeValue(forKey: 4)
+        case .removeValues: cache.removeValues(forKeys: [4])
+        case .removeAll: cache.removeAll()
+        case .expireAll: cache.expireAll()
+        case .write: cache[4] = 99
+        }
+        await gate.open()
+        #expect(try await first.value == 41)  // its waiters still get what it loaded
+        #expect(cache.peekValue(forKey: 4) == (invalidation == .write ? 99 : nil))
+        if invalidation != .write {
+            // The old load no longer stands for the key: the next miss loads afresh.
+            #expect(try await cache.value(forKey: 4, loader: loader) == 42)
+        }
+    }
+
+    @Test("memory pressure does not detach a load: its value is stored when it finishes")
+    func loadSurvivesMemoryPressure() async throws {
+        let cache = Cache<Int, Int>()
+        cache[1] = 1
+        let gate = Gate()
+        let load = Task {
+            try await cache.value(forKey: 4) { key in
+                await gate.wait()
+                return key
+            }
+        }
+        await eventually { await gate.arrivals == 1 }
+        cache.handleMemoryPressure()
+        #expect(cache.count == 0)
+        await gate.open()
+        #expect(try await load.value == 4)
+        #expect(cache.peekValue(forKey: 4) == 4)
+    }
+
     @Test("a loader may load other keys, and asking for its own key is an error, not a deadlock")
     func reentrantLoads() async throws {
         let cache = Cache<Int, Int>()

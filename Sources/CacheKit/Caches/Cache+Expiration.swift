@@ -21,7 +21,8 @@ extension Cache {
     /// ``RemovalReason/expired``. Every operation does this first anyway; call it to free
     /// memory in a cache that sees no calls (or set ``Expiration/sweepInterval``).
     ///
-    /// - Complexity: O(log *n*) per entry removed, O(1) if none.
+    /// - Complexity: O(1) if nothing expired; O(1) per entry removed, O(log *n*) for entries
+    ///   written with their own `expiresAfter`.
     public func removeExpired() { _removeExpired() }
 
     /// Expires every entry at once (ClearCache's expiration trigger): removes them all,
@@ -35,7 +36,8 @@ extension SerialCache {
     /// Removes every entry that has expired now, reporting each with reason
     /// ``RemovalReason/expired``. Every operation does this first anyway.
     ///
-    /// - Complexity: O(log *n*) per entry removed, O(1) if none.
+    /// - Complexity: O(1) if nothing expired; O(1) per entry removed, O(log *n*) for entries
+    ///   written with their own `expiresAfter`.
     public func removeExpired() { _removeExpired() }
 
     /// Expires every entry at once: removes them all, reporting each with reason

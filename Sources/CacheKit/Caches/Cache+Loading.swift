@@ -99,9 +99,13 @@ extension Cache where Key: Sendable, Value: Sendable {
     ///   ``setValue(_:forKey:cost:expiresAfter:)``: limits, the insertion policy, the removal
     ///   handler and the eviction veto apply. A value the insertion policy refuses is still
     ///   returned to every waiter, just not stored. No loader runs while the lock is held.
+    /// - A write, removal, `removeAll()` or `expireAll()` that reaches the key while its load
+    ///   runs wins: the load still answers its waiters with what it loaded, but stores nothing,
+    ///   and the next miss starts a new load. (Evictions and memory pressure do not cancel loads.)
     /// - With ``Expiration/refreshAfterWrite``, a hit on a value older than that returns the
     ///   value at once and starts one background reload with `loader`, which replaces the value
-    ///   when it succeeds (unless the key was written or removed meanwhile). A failed refresh
+    ///   when it succeeds, unless the entry was written, removed, evicted or expired meanwhile
+    ///   (a refresh never brings back an entry that left). A failed refresh
     ///   keeps the old value, which still expires as configured; the next hit tries again.
     ///
     /// - Complexity: O(1) on a hit; on a miss, O(1) plus the load.
@@ -124,11 +128,15 @@ extension Cache where Key: Sendable, Value: Sendable {
             let refreshSlot = Self._slotDueForRefresh(key, in: state, now: now)
             if let value = state.core.value(forKey: key, now: now) {
                 if refreshSlot >= 0 {
-                    let condition = _StoreCondition.ifUnchanged(
-                        slot: refreshSlot,
+                    state.nextLoadID &+= 1
+                    let id = state.nextLoadID
+                    let condition = _StoreCondition.ifLoadCurrent(
+                        id: id,
+                        refreshing: refreshSlot,
                         generation: state.core.generations?[Int(refreshSlot)] ?? 0
                     )
                     state.loads[key] = _InFlightLoad(
+                        id: id,
                         task: Task<Value, any Error> {
                             try await _LoadChain.$links.withValue(link) {
                                 try await self._runLoad(
@@ -145,18 +153,20 @@ extension Cache where Key: Sendable, Value: Sendable {
                 return (value, nil)
             }
             if let load = state.loads[key] { return (nil, (load.task as! Task<Value, any Error>)) }
+            state.nextLoadID &+= 1
+            let id = state.nextLoadID
             let task = Task<Value, any Error> {
                 try await _LoadChain.$links.withValue(link) {
                     try await self._runLoad(
                         forKey: key,
                         cost: cost,
                         expiresAfter: expiresAfter,
-                        storing: .always,
+                        storing: .ifLoadCurrent(id: id, refreshing: -1, generation: 0),
                         loader: loader
                     )
                 }
             }
-            state.loads[key] = _InFlightLoad(task: task)
+            state.loads[key] = _InFlightLoad(id: id, task: task)
             return (nil, task)
         }
         observer?(hit == nil ? .miss(key: key) : .hit(key: key))
@@ -173,9 +183,9 @@ extension Cache where Key: Sendable, Value: Sendable {
         return slot >= 0 && expiry.isDueForRefresh(slot, now: now) ? slot : -1
     }
 
-    /// Runs one load, then, in one critical section, retires it and stores its value (if
-    /// `condition` allows; a refresh does not overwrite a newer write). A failed load stores
-    /// nothing, so a failed refresh keeps the old value.
+    /// Runs one load, then, in one critical section, retires it and stores its value if it is
+    /// still attached (see `_StoreCondition.ifLoadCurrent`). A failed load stores nothing, so a
+    /// failed refresh keeps the old value.
     func _runLoad(
         forKey key: Key,
         cost: Int,
@@ -196,12 +206,13 @@ extension Cache where Key: Sendable, Value: Sendable {
         do {
             value = try result.get()
         } catch {
-            _recordLoad(forKey: key, time: elapsed, error: error) { $0.loads[key] = nil }
+            _recordLoad(forKey: key, time: elapsed, error: error) { state in
+                if case .ifLoadCurrent(let id, _, _) = condition, state.loads[key]?.id == id { state.loads[key] = nil }
+            }
             throw error
         }
         var observer: ((CacheActivity<Key>) -> Void)?
         let stored = _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: condition) { state in
-            state.loads[key] = nil
             state.core.stats.recordLoad(succeeded: true, time: elapsed)
             observer = state.activityObserver
         }.stored

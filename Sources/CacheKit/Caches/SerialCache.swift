@@ -31,7 +31,10 @@ public final class SerialCache<Key: Hashable, Value> {
     ///     strict LRU, unlike ``Cache``, whose default is ``EvictionPolicy/default``.
     ///   - expiration: When entries expire (time to live, time to idle, refresh). Defaults to
     ///     ``Expiration/never``; a write can still give its entry an `expiresAfter`.
-    ///   - clock: The clock expiry is measured on. Tests pass a ``ManualClock``.
+    ///   - clock: The clock expiry is measured on. Tests pass a ``ManualClock``. The default
+    ///     `ContinuousClock` is read through Linux's coarse monotonic clock: 1–4 ms resolution
+    ///     (entries may outlive their deadline by that much, never expire early), and it does
+    ///     not advance while the machine is suspended.
     ///     ``Expiration/sweepInterval`` is ignored: a `SerialCache` runs nothing in the background.
     ///   - insertionPolicy: Asked before each value is stored; a value it refuses is not stored.
     /// - Precondition: `countLimit` and `totalCostLimit` are not negative; every duration in

@@ -16,7 +16,11 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var evictionVeto: ((Key, Value, RemovalReason) -> Bool)?
     @usableFromInline var memoryPressureAction: MemoryPressureAction
     /// Loads in flight (`Cache.value(forKey:loader:)`), by key: each holds the shared `Task`.
+    /// A write, removal or `expireAll` of the key detaches its load (drops it from here): the
+    /// load still finishes and answers its waiters, but stores nothing over the newer state.
     @usableFromInline var loads: [Key: _InFlightLoad] = [:]
+    /// The identity the next load gets, so a finishing load can tell whether it is still attached.
+    @usableFromInline var nextLoadID: UInt64 = 0
 
     init(countLimit: Int, totalCostLimit: Int, policy: EvictionPolicy, expiration: Expiration = .never) {
         expiration.validate()
@@ -63,8 +67,20 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
 /// can hold it whatever `Value` is (the loading API requires `Sendable` values).
 @usableFromInline
 final class _InFlightLoad {
+    @usableFromInline let id: UInt64
     @usableFromInline let task: Any
 
     @inlinable
-    init(task: Any) { self.task = task }
+    init(id: UInt64, task: Any) {
+        self.id = id
+        self.task = task
+    }
+}
+
+extension _CacheState {
+    /// Drops the load in flight for `key`, if any, so that it stores nothing when it finishes.
+    @inlinable
+    mutating func detachLoad(forKey key: Key) {
+        if !loads.isEmpty { loads[key] = nil }
+    }
 }

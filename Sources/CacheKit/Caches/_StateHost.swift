@@ -26,9 +26,11 @@ enum _StoreCondition {
     case always
     /// Only when the key has no entry (otherwise the existing value is kept and returned).
     case ifAbsent
-    /// When the key has no entry, or still has the entry whose slot had this generation (a
-    /// refresh does not overwrite a newer write).
-    case ifUnchanged(slot: Int32, generation: UInt32)
+    /// Only when the load `id` is still the key's load (no write, removal or `expireAll`
+    /// detached it); it is retired in the same critical section. A refresh (`refreshing` is the
+    /// slot it reloads, else -1) also needs that slot to still hold the key with `generation`: it
+    /// never brings back an entry that expired, was evicted or was overwritten meanwhile.
+    case ifLoadCurrent(id: UInt64, refreshing: Int32, generation: UInt32)
 }
 
 extension _StateHost {
@@ -131,8 +133,9 @@ extension _StateHost {
     /// removals and trims with the veto outside the critical section. Returns the write's result
     /// and the value the cache now holds for `key` (the existing one when `.ifAbsent` kept it).
     ///
-    /// `underLock` runs inside the write's critical section, before the write (a load retires
-    /// itself there, so no caller sees neither the load nor its value).
+    /// `underLock` runs inside the write's critical section, before the write (a load counts
+    /// itself there; it retires in the same section, so no caller sees neither the load nor its
+    /// value).
     @inlinable
     func _store(
         _ value: Value,
@@ -157,13 +160,19 @@ extension _StateHost {
             observer = state.activityObserver
             switch condition {
             case .always:
-                break
+                // A newer write: a load running for the key must not overwrite it.
+                state.detachLoad(forKey: key)
             case .ifAbsent:
                 if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
-            case .ifUnchanged(let slot, let generation):
-                let current = state.core.slot(of: key)
-                if current >= 0 && (current != slot || state.core.generations?[Int(slot)] != generation) {
-                    return (.replaced, state.core.entries[Int(current)].value, nil)
+            case .ifLoadCurrent(let id, let refreshing, let generation):
+                // A load that was detached answers its waiters with what it loaded, storing nothing.
+                guard state.loads[key]?.id == id else { return (.replaced, value, nil) }
+                state.loads[key] = nil
+                if refreshing >= 0 {
+                    let current = state.core.slot(of: key)
+                    guard current == refreshing, state.core.generations?[Int(current)] == generation else {
+                        return (.replaced, current >= 0 ? state.core.entries[Int(current)].value : value, nil)
+                    }
                 }
             }
             guard accepted else {
@@ -198,6 +207,7 @@ extension _StateHost {
     @inlinable
     func _removeValue(forKey key: Key) -> Value? {
         _withSweptState(now: _timekeeper.now()) { state, removals in
+            state.detachLoad(forKey: key)
             guard let removal = state.core.removeValue(forKey: key, reason: .removed) else { return nil }
             removals.append(removal)
             return removal.value
@@ -208,6 +218,7 @@ extension _StateHost {
     func _removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key {
         _withSweptState(now: _timekeeper.now()) { state, removals in
             for key in keys {
+                state.detachLoad(forKey: key)
                 if let removal = state.core.removeValue(forKey: key, reason: .removed) { removals.append(removal) }
             }
         }
@@ -220,6 +231,9 @@ extension _StateHost {
         var handler: ((CacheRemoval<Key, Value>) -> Void)?
         let old = _withState { state in
             handler = state.removalHandler
+            // Emptying to free memory leaves loads attached; removing or expiring everything
+            // invalidates what they loaded.
+            if reason != .memoryPressure { state.loads.removeAll() }
             let old = state.takeAll()
             state.core.stats.recordRemovals(reason, count: old.count)
             return old

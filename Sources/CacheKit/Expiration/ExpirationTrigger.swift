@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Foundation)
 import Foundation
 #endif
@@ -14,13 +12,14 @@ import Foundation
 /// ```
 ///
 /// A trigger holds its cache weakly: it never keeps the cache alive. It lasts until ``cancel()``
-/// is called or the cache is deinitialized, which cancels every trigger it has, so keeping the
-/// returned value is needed only to cancel it earlier.
+/// is called, the cache is deinitialized (which cancels every trigger it has), or, for an async
+/// sequence, the sequence ends or throws; so keeping the returned value is needed only to cancel
+/// it earlier. ``isCancelled`` tells whether it still listens.
 public final class ExpirationTrigger: Sendable {
-    private let onCancel: Mutex<(@Sendable () -> Void)?>
+    private let onCancel: _Locked<(@Sendable () -> Void)?>
 
     init(onCancel: @escaping @Sendable () -> Void) {
-        self.onCancel = Mutex(onCancel)
+        self.onCancel = _Locked(onCancel)
     }
 
     /// Stops the trigger: no later event expires the cache. Calling it again does nothing.
@@ -32,13 +31,14 @@ public final class ExpirationTrigger: Sendable {
         action?()
     }
 
-    /// Whether ``cancel()`` has run (directly, or because the cache went away).
+    /// Whether the trigger has stopped: ``cancel()`` was called, the cache went away, or the
+    /// async sequence it listened to ended.
     public var isCancelled: Bool { onCancel.withLock { $0 == nil } }
 }
 
 /// A cache's triggers, cancelled with the cache.
 final class _Triggers: Sendable {
-    private let triggers = Mutex<[ExpirationTrigger]>([])
+    private let triggers = _Locked<[ExpirationTrigger]>([])
 
     func add(_ trigger: ExpirationTrigger) {
         triggers.withLock { list in
@@ -52,7 +52,9 @@ final class _Triggers: Sendable {
     }
 }
 
-extension Cache {
+// The triggers act on the cache from another task or the posting thread, and its removal
+// handler then runs there with the keys and values: they need the cache to be `Sendable`.
+extension Cache where Key: Sendable, Value: Sendable {
     /// Calls ``expireAll()`` each time `events` yields an element, until the sequence ends or
     /// throws, the returned trigger is cancelled, or the cache is deinitialized.
     ///
@@ -62,17 +64,30 @@ extension Cache {
     @discardableResult
     public func expireAll<Events: AsyncSequence & Sendable>(whenever events: Events) -> ExpirationTrigger {
         let cache = _WeakSweepable(self)
+        // The trigger, once made, and whether the sequence has ended (it may end before that).
+        let ending = _Locked<(trigger: ExpirationTrigger?, ended: Bool)>((nil, false))
         let task = Task.detached {
             do {
                 for try await _ in events {
-                    guard let strong = cache.object else { return }
+                    guard let strong = cache.object else { break }
                     strong.expireAll()
                 }
             } catch {
                 // A failing sequence ends the trigger, like a finished one.
             }
+            // Ended by itself: mark the trigger cancelled so the cache's list can drop it.
+            let trigger = ending.withLock { state -> ExpirationTrigger? in
+                state.ended = true
+                return state.trigger
+            }
+            trigger?.cancel()
         }
         let trigger = ExpirationTrigger { task.cancel() }
+        let endedAlready = ending.withLock { state -> Bool in
+            state.trigger = trigger
+            return state.ended
+        }
+        if endedAlready { trigger.cancel() }
         _triggers.add(trigger)
         return trigger
     }

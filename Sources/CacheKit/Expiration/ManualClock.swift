@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A clock that moves only when told to: for testing code that uses expiring caches.
 ///
 /// ```swift
@@ -43,7 +41,7 @@ public final class ManualClock: Clock, Sendable {
         var cancelled: Set<UInt64> = []
     }
 
-    private let state = Mutex(State())
+    private let state = _Locked(State())
 
     /// Creates a clock reading zero.
     public init() {}

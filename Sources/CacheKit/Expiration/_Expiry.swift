@@ -63,6 +63,11 @@ struct _Expiry {
     @usableFromInline var heap: UnsafeMutablePointer<_HeapItem>
     @usableFromInline var heapCount: Int
     @usableFromInline var capacity: Int
+    /// The latest time a write or read was recorded at. Callers read the clock before taking the
+    /// lock, so two threads can arrive in the opposite order to their readings; scheduling at
+    /// `max(now, latest)` keeps each list in deadline order all the same (a late arrival's entry
+    /// lives at most that race window longer).
+    @usableFromInline var latest: Int64 = 0
     /// The cache-wide times.
     @usableFromInline let times: _ExpiryTimes
     @inlinable var timeToLive: Int64 { times.timeToLive }
@@ -136,6 +141,8 @@ struct _Expiry {
             forget(slot)
             return
         }
+        let now = Swift.max(now, latest)
+        latest = now
         records[s].writtenAt = now
         if let perEntry {
             records[s].writeDeadline = Self.adding(perEntry, to: now)
@@ -157,6 +164,8 @@ struct _Expiry {
     @inline(__always)
     mutating func didRead(_ slot: Int32, now: Int64) {
         guard timeToIdle != Self.never, now >= 0 else { return }
+        let now = Swift.max(now, latest)
+        latest = now
         records[Int(slot)].idleDeadline = Self.adding(timeToIdle, to: now)
         moveToTail(slot, of: .access)
     }

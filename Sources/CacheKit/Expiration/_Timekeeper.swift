@@ -33,6 +33,8 @@ final class _Timekeeper: Sendable {
     /// A fast reader for the default clock: the kernel's coarse monotonic clock, when its
     /// resolution is 10 ms or finer (typically 1-4 ms). Reading `ContinuousClock` costs ~90 ns
     /// here, the coarse clock ~8 ns, and an expiring cache reads the time on every operation.
+    /// Unlike `ContinuousClock` (`CLOCK_BOOTTIME`), it stops while the machine is suspended, so
+    /// time asleep does not age entries (documented in the README).
     static func coarseReader() -> (@Sendable () -> Int64)? {
         #if os(Linux)
         var resolution = timespec()

@@ -232,8 +232,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// Removes every entry that has expired by `now` (nanoseconds; nothing when -1), reason
     /// `.expired`.
     ///
-    /// - Complexity: O(1) when nothing has expired; O(log n) per entry removed or per entry whose
-    ///   deadline a read extended since it was scheduled.
+    /// - Complexity: O(1) when nothing has expired; O(1) per entry removed from the write- and
+    ///   access-order lists, O(log n) per entry with its own `expiresAfter` (from the heap).
     @inlinable
     mutating func removeExpired(now: Int64, removals: inout _Removals<Key, Value>) {
         guard expiry != nil, now >= 0, expiry.unsafelyUnwrapped.hasExpired(now: now) else { return }
