@@ -211,7 +211,7 @@ struct CacheActivityLoggerTests {
         let level = CacheActivityLogger.Levels.default.level(for: CacheActivity.removal(key: 1, reason: reason))
         let expected: Logger.Level =
             switch reason {
-            case .evictedForCount, .evictedForCost, .memoryPressure, .expired: .debug
+            case .evictedForCount, .evictedForCost, .memoryPressure, .expired, .purged: .debug
             case .replaced, .removed, .removedAll: .trace
             }
         #expect(level == expected)

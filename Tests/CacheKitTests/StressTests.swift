@@ -182,4 +182,65 @@ struct StressTests {
         #expect(cache.count <= 80)
         #expect(cache.statistics.loadSuccessCount > 0)
     }
+
+    @Test(
+        "SharedCache: reads, async writes, bulk operations, purges and change batches from many threads",
+        arguments: [0, 150]
+    )
+    func sharedCacheStress(countLimit: Int) async {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(
+            countLimit: countLimit,
+            policy: .lru,
+            expiration: Expiration(afterWrite: .seconds(30)),
+            clock: clock,
+            evictionDecider: { _, value, _ in value % 7 == 0 }
+        )
+        cache.notificationInterval = .seconds(1)
+        let batches = Atomic<Int>(0)
+        let listener = Task {
+            for await _ in cache.changes { batches.add(1, ordering: .relaxed) }
+        }
+        let removed = Atomic<Int>(0)
+        cache.removalHandler = { removal in
+            if removal.reason != .replaced { removed.add(1, ordering: .relaxed) }
+        }
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            var rng = SeededGenerator(seed: UInt64(thread) + 11)
+            for i in 0..<6_000 {
+                let key = Int.random(in: 0..<300, using: &rng)
+                switch Int.random(in: 0..<100, using: &rng) {
+                case 0..<70:
+                    _ = cache[key]
+                case 70..<85:
+                    cache[key] = i
+                case 85..<89:
+                    cache.removeValue(forKey: key)
+                case 89..<92:
+                    cache.addEntries(from: [key: i, key + 1: i])
+                case 92..<94:
+                    _ = cache.values(forKeys: [key, key + 1])
+                case 94:
+                    _ = cache.allItems().count
+                case 95:
+                    cache.purgeEvictableItems()
+                case 96:
+                    clock.advance(by: .seconds(1))
+                case 97:
+                    cache.publishChanges()
+                case 98:
+                    _ = cache.statistics
+                default:
+                    cache.flush()
+                }
+            }
+        }
+        cache.flush()
+        cache._checkInvariants()
+        #expect(countLimit == 0 || cache.count <= countLimit)
+        #expect(cache.allItems().count == cache.count)
+        #expect(removed.load(ordering: .relaxed) > 0)
+        cache.publishChanges()
+        listener.cancel()
+    }
 }

@@ -19,13 +19,16 @@ public enum RemovalReason: String, Hashable, Sendable, CaseIterable {
     /// Its time ran out (see ``Expiration``), or `expireAll()` expired it. Not an eviction: the
     /// eviction veto is not asked, since an expired value must not be served.
     case expired
+    /// Chosen by an eviction decider: ``SharedCache/purgeEvictableItems(context:)`` or the
+    /// cache's ``SharedCache/evictionInterval``.
+    case purged
 
     /// Whether the cache chose this removal (an eviction), rather than the caller asking for it.
     ///
     /// Only evictions ask the eviction veto first.
     public var isEviction: Bool {
         switch self {
-        case .evictedForCount, .evictedForCost, .memoryPressure: true
+        case .evictedForCount, .evictedForCost, .memoryPressure, .purged: true
         case .replaced, .removed, .removedAll, .expired: false
         }
     }

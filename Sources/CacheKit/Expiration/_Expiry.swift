@@ -202,6 +202,13 @@ struct _Expiry {
         return -1
     }
 
+    /// Whether `slot` has expired by `now` (never when the time is unknown). O(1), read-only: for
+    /// readers that may not sweep.
+    @inlinable
+    func isExpired(_ slot: Int32, now: Int64) -> Bool {
+        now >= 0 && Swift.min(records[Int(slot)].writeDeadline, records[Int(slot)].idleDeadline) <= now
+    }
+
     /// Whether any slot has expired by `now`. O(1).
     @inlinable
     func hasExpired(now: Int64) -> Bool { nextExpired(now: now) >= 0 }

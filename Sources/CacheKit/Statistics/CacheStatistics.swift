@@ -69,7 +69,7 @@ struct _StatisticsCounters {
     @usableFromInline var hits = 0
     @usableFromInline var misses = 0
     /// Indexed by `RemovalReason.allCases` order.
-    @usableFromInline var removals = (0, 0, 0, 0, 0, 0, 0)
+    @usableFromInline var removals = (0, 0, 0, 0, 0, 0, 0, 0)
     @usableFromInline var loadSuccesses = 0
     @usableFromInline var loadFailures = 0
     @usableFromInline var loadTime = Duration.zero
@@ -95,6 +95,7 @@ struct _StatisticsCounters {
         case .removedAll: removals.4 &+= count
         case .memoryPressure: removals.5 &+= count
         case .expired: removals.6 &+= count
+        case .purged: removals.7 &+= count
         }
     }
 
@@ -115,7 +116,9 @@ struct _StatisticsCounters {
 
     @usableFromInline
     var snapshot: CacheStatistics {
-        let counts = [removals.0, removals.1, removals.2, removals.3, removals.4, removals.5, removals.6]
+        let counts = [
+            removals.0, removals.1, removals.2, removals.3, removals.4, removals.5, removals.6, removals.7,
+        ]
         var byReason: [RemovalReason: Int] = [:]
         for (reason, n) in zip(RemovalReason.allCases, counts) where n > 0 { byReason[reason] = n }
         return CacheStatistics(

@@ -1,0 +1,248 @@
+import Synchronization
+
+// How a `SharedCache` reaches its state: shared for reads, exclusive for drains, which apply the
+// queued writes in issue order and hand their removals to the outbox before unlocking.
+
+extension SharedCache {
+    /// Runs `body` holding the lock shared, after applying any write issued before this call.
+    @inlinable
+    func _reading<R>(_ body: (borrowing _CacheState<Key, Value>, _StripedLock.Stripe, Int64) -> R) -> R {
+        if _pendingCount.load(ordering: .sequentiallyConsistent) > 0 { flush() }
+        let now = _timekeeper.now()
+        let stripe = _lock.lockShared()
+        defer { _lock.unlockShared(stripe) }
+        return body(_state.pointee, stripe, now)
+    }
+
+    /// Runs `body` holding the lock exclusively, after replaying the buffered reads, removing
+    /// what expired and applying every queued write; then delivers the removals, unlocked.
+    @usableFromInline
+    func _exclusive<R>(_ body: (inout _CacheState<Key, Value>, Int64) -> R) -> R {
+        let now = _timekeeper.now()
+        _lock.lockExclusive()
+        let writes = pending.withLock { pending in
+            pending.drainScheduled = false
+            defer { pending.writes = [] }
+            return pending.writes
+        }
+        var removals: [CacheRemoval<Key, Value>] = []
+        replayReads()
+        var swept = _Removals<Key, Value>()
+        _state.pointee.core.removeExpired(now: now, removals: &swept)
+        collect(swept, into: &removals)
+        for write in writes { apply(write, removals: &removals) }
+        if !writes.isEmpty { _pendingCount.wrappingSubtract(writes.count, ordering: .sequentiallyConsistent) }
+        let result = body(&_state.pointee, now)
+        let deliver = removals.isEmpty ? false : outbox.withLock { $0.post(removals) }
+        _lock.unlockExclusive()
+        // Released here, unlocked: a value dropped by a write never deinitializes under the lock.
+        withExtendedLifetime((writes, removals)) {}
+        if deliver { deliverRemovals() }
+        return result
+    }
+
+    /// Queues `write` and makes sure a drain will apply it.
+    @usableFromInline
+    func _enqueue(_ write: _SharedWrite<Key, Value>) {
+        let schedule = pending.withLock { pending -> Bool in
+            pending.writes.append(write)
+            _pendingCount.wrappingAdd(1, ordering: .sequentiallyConsistent)
+            if pending.drainScheduled { return false }
+            pending.drainScheduled = true
+            return true
+        }
+        if schedule { drainQueue.async { [weak self] in self?.flush() } }
+    }
+
+    /// Makes sure a drain will run soon (a read buffer is full).
+    @usableFromInline
+    func _scheduleDrain() {
+        let schedule = pending.withLock { pending -> Bool in
+            if pending.drainScheduled { return false }
+            pending.drainScheduled = true
+            return true
+        }
+        if schedule { drainQueue.async { [weak self] in self?.flush() } }
+    }
+
+    /// Tells the policy about the reads the stripes buffered, skipping slots whose entry changed.
+    private func replayReads() {
+        let state = _state
+        _lock.drainReads { read in
+            guard state.pointee.core.generations.unsafelyUnwrapped[Int(read.slot)] == read.generation else { return }
+            state.pointee.core.policy.didAccess(read.slot, links: state.pointee.core.links)
+        }
+    }
+
+    /// Moves `removed` into `removals`, logging each key that is now absent.
+    private func collect(_ removed: consuming _Removals<Key, Value>, into removals: inout [CacheRemoval<Key, Value>]) {
+        func take(_ removal: CacheRemoval<Key, Value>) {
+            if changeLog != nil, _state.pointee.core.slot(of: removal.key) < 0 { changeLog!.didRemove(removal.key) }
+            removals.append(removal)
+        }
+        removed.forEach(take)
+    }
+
+    private func store(
+        _ value: Value,
+        forKey key: Key,
+        cost: Int,
+        timeToLive: Int64?,
+        now: Int64,
+        removals: inout [CacheRemoval<Key, Value>]
+    ) {
+        if timeToLive != nil { _state.pointee.core.enableExpiry() }
+        var removed = _Removals<Key, Value>()
+        let outcome = _state.pointee.core.setValue(
+            value,
+            forKey: key,
+            cost: cost,
+            now: now,
+            timeToLive: timeToLive,
+            evictInline: true,
+            removals: &removed
+        )
+        collect(removed, into: &removals)
+        if case .rejected = outcome { return }
+        changeLog?.didSet(key, value)
+    }
+
+    private func apply(_ write: _SharedWrite<Key, Value>, removals: inout [CacheRemoval<Key, Value>]) {
+        switch write {
+        case .set(let key, let value, let cost, let timeToLive, let now):
+            store(value, forKey: key, cost: cost, timeToLive: timeToLive, now: now, removals: &removals)
+        case .merge(let entries, let now):
+            for (key, value) in entries {
+                store(value, forKey: key, cost: 0, timeToLive: nil, now: now, removals: &removals)
+            }
+        case .remove(let keys):
+            var removed = _Removals<Key, Value>()
+            for key in keys {
+                if let removal = _state.pointee.core.removeValue(forKey: key, reason: .removed) {
+                    removed.append(removal)
+                }
+            }
+            collect(removed, into: &removals)
+        case .removeAll(let reason):
+            let old = _state.pointee.takeAll()
+            _state.pointee.core.stats.recordRemovals(reason, count: old.count)
+            removals.reserveCapacity(removals.count + old.count)
+            old.forEachSlotInEvictionOrder { slot in
+                let entry = old.entries[Int(slot)]
+                changeLog?.didRemove(entry.key)
+                removals.append(CacheRemoval(key: entry.key, value: entry.value, reason: reason))
+                return true
+            }
+        case .purge(let targets):
+            var removed = _Removals<Key, Value>()
+            for target in targets {
+                let core = _state
+                guard core.pointee.core.slot(of: target.key) == target.slot,
+                    core.pointee.core.generations.unsafelyUnwrapped[Int(target.slot)] == target.generation
+                else { continue }  // written or removed since the decider saw it
+                removed.append(core.pointee.core.removeSlot(target.slot, reason: .purged))
+            }
+            collect(removed, into: &removals)
+        case .trim(let keptFraction, let reason):
+            var removed = _Removals<Key, Value>()
+            let kept = Int(Double(_state.pointee.core.count) * keptFraction)
+            _state.pointee.core.trim(
+                to: _TrimTarget(maxCount: kept, maxCost: .max, reason: reason),
+                protecting: -1,
+                removals: &removed
+            )
+            collect(removed, into: &removals)
+        case .setCountLimit(let limit):
+            _state.pointee.core.countLimit = limit
+            enforceLimits(removals: &removals)
+        case .setTotalCostLimit(let limit):
+            _state.pointee.core.totalCostLimit = limit
+            enforceLimits(removals: &removals)
+        }
+    }
+
+    private func enforceLimits(removals: inout [CacheRemoval<Key, Value>]) {
+        let core = _state
+        _tracksReads.store(core.pointee.core.countLimit > 0 || core.pointee.core.totalCostLimit > 0, ordering: .relaxed)
+        var removed = _Removals<Key, Value>()
+        core.pointee.core.trim(to: core.pointee.core.limits, protecting: -1, removals: &removed)
+        collect(removed, into: &removals)
+    }
+
+    /// Delivers posted removals to the handler, in order, one deliverer at a time, unlocked. A
+    /// thread that finds another delivering leaves its removals to it.
+    func deliverRemovals() {
+        var batch = outbox.withLock { $0.takeBatch(starting: true) }
+        while let (handler, removals) = batch {
+            for removal in removals { handler(removal) }
+            batch = outbox.withLock { $0.takeBatch(starting: false) }
+        }
+    }
+
+    /// A task that calls `body` with the cache every `interval` of its clock, until the cache
+    /// goes or the task is cancelled.
+    func repeating(
+        every interval: Duration,
+        _ body: @escaping @Sendable (SharedCache) -> Void
+    ) -> Task<Void, Never> {
+        let cache = _WeakBox(self)
+        return _Timekeeper.repeating(every: interval, sleep: clockSleep) {
+            guard let strong = cache.object else { return false }
+            body(strong)
+            return true
+        }
+    }
+}
+
+/// Removals waiting for the removal handler, and whether a thread is delivering them.
+struct _Outbox<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    var handler: (@Sendable (CacheRemoval<Key, Value>) -> Void)?
+    var queue: [CacheRemoval<Key, Value>] = []
+    var delivering = false
+
+    /// Queues `removals` if anyone listens; returns whether the caller should deliver.
+    mutating func post(_ removals: [CacheRemoval<Key, Value>]) -> Bool {
+        guard handler != nil else { return false }
+        queue.append(contentsOf: removals)
+        return !delivering
+    }
+
+    /// The next removals to deliver and the handler, or `nil` (then the caller stops delivering).
+    /// `starting`: the caller is not yet the deliverer and becomes it only if no one else is.
+    mutating func takeBatch(
+        starting: Bool
+    ) -> ((@Sendable (CacheRemoval<Key, Value>) -> Void), [CacheRemoval<Key, Value>])? {
+        if starting && delivering { return nil }
+        guard let handler, !queue.isEmpty else {
+            if !starting { delivering = false }
+            queue = []
+            return nil
+        }
+        delivering = true
+        defer { queue = [] }
+        return (handler, queue)
+    }
+}
+
+/// The background tasks of a `SharedCache`, cancelled when it goes.
+struct _BackgroundTasks: Sendable {
+    var sweep: Task<Void, Never>?
+    var eviction: Task<Void, Never>?
+    var notification: Task<Void, Never>?
+    var evictionInterval: Duration?
+    var notificationInterval: Duration?
+
+    func cancelAll() {
+        sweep?.cancel()
+        eviction?.cancel()
+        notification?.cancel()
+    }
+}
+
+/// A weak reference that may cross tasks: background work holds its cache this way.
+final class _WeakBox<Object: AnyObject>: @unchecked Sendable {
+    // Written once in `init`; reading a weak reference is thread-safe.
+    weak var object: Object?
+
+    init(_ object: Object) { self.object = object }
+}

@@ -1,0 +1,64 @@
+extension SharedCache {
+    /// Runs the ``evictionDecider`` over every entry, on the calling thread and outside the lock,
+    /// and queues the removal of those it selects (reason ``RemovalReason/purged``), as one
+    /// write (YMCache's `purgeEvictableItems:`). An entry written or removed after the decider
+    /// saw it is left alone. Every read after this call sees the purge. Returns how many entries
+    /// the decider selected; `0` without a decider.
+    ///
+    /// - Complexity: O(*n*) calls of the decider.
+    @discardableResult
+    public func purgeEvictableItems(context: (any Sendable)? = nil) -> Int {
+        guard let evictionDecider else { return 0 }
+        let candidates = _reading { state, _, now -> [(target: _PurgeTarget<Key>, value: Value)] in
+            var result: [(target: _PurgeTarget<Key>, value: Value)] = []
+            result.reserveCapacity(state.core.count)
+            state.core.forEachSlotInEvictionOrder { slot in
+                if !state.core._isExpired(slot, now: now) {
+                    let entry = state.core.entries[Int(slot)]
+                    let generation = state.core.generations.unsafelyUnwrapped[Int(slot)]
+                    result.append((_PurgeTarget(key: entry.key, slot: slot, generation: generation), entry.value))
+                }
+                return true
+            }
+            return result
+        }
+        let chosen = candidates.filter { evictionDecider($0.target.key, $0.value, context) }.map(\.target)
+        if !chosen.isEmpty { _enqueue(.purge(chosen)) }
+        return chosen.count
+    }
+
+    /// How often the cache runs ``purgeEvictableItems(context:)`` by itself, on a background
+    /// task, with a `nil` context (YMCache's `evictionInterval`); `nil` (the default) never.
+    /// Measured on the cache's clock; setting it restarts the interval. Combines with calls of
+    /// `purgeEvictableItems` made at any time.
+    ///
+    /// - Precondition: the interval is positive, and the cache has an ``evictionDecider``.
+    public var evictionInterval: Duration? {
+        get { background.withLock { $0.evictionInterval } }
+        set {
+            if let newValue {
+                precondition(newValue > .zero, "evictionInterval must be positive (got \(newValue))")
+                precondition(evictionDecider != nil, "evictionInterval needs an evictionDecider")
+            }
+            let task = newValue.map { repeating(every: $0) { $0.purgeEvictableItems() } }
+            background.withLock { tasks in
+                tasks.eviction?.cancel()
+                tasks.eviction = task
+                tasks.evictionInterval = newValue
+            }
+        }
+    }
+
+    /// Frees memory now: with `.removeAll` (the default) removes every entry, with
+    /// `.trim(toFraction:)` evicts in eviction order down to that fraction (reason
+    /// ``RemovalReason/memoryPressure``). To run the eviction decider instead, call
+    /// ``purgeEvictableItems(context:)``.
+    public func handleMemoryPressure(_ action: MemoryPressureAction = .removeAll) {
+        if action == .removeAll {
+            _enqueue(.removeAll(.memoryPressure))
+        } else {
+            _enqueue(.trim(keptFraction: action.keptFraction, reason: .memoryPressure))
+        }
+        flush()
+    }
+}

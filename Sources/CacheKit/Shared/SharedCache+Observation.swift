@@ -1,0 +1,109 @@
+#if canImport(Foundation)
+import Foundation
+#endif
+
+extension SharedCache {
+    /// How often changes are delivered (YMCache's `notificationInterval`); `nil` (the default)
+    /// delivers none and keeps no log.
+    ///
+    /// While set, the cache logs each change, coalescing by key (see ``SharedCacheChanges``), and
+    /// every interval of its clock delivers what was logged as one batch: to every ``changes``
+    /// sequence and as a `NotificationCenter` notification named
+    /// `Notification.Name.sharedCacheDidChange` from the cache, with ``SharedCacheUserInfoKey``
+    /// keys. No batch is sent for an interval without a change. Setting it restarts the interval;
+    /// changes logged so far are kept (`nil` drops them).
+    ///
+    /// - Precondition: the interval is positive.
+    public var notificationInterval: Duration? {
+        get { background.withLock { $0.notificationInterval } }
+        set {
+            if let newValue {
+                precondition(newValue > .zero, "notificationInterval must be positive (got \(newValue))")
+            }
+            _exclusive { _, _ in
+                if newValue == nil {
+                    changeLog = nil
+                } else if changeLog == nil {
+                    changeLog = _ChangeLog()
+                }
+            }
+            let task = newValue.map { repeating(every: $0) { $0.publishChanges() } }
+            background.withLock { tasks in
+                tasks.notification?.cancel()
+                tasks.notification = task
+                tasks.notificationInterval = newValue
+            }
+        }
+    }
+
+    /// Every batch of changes from now on, as an async sequence. Each call returns a new
+    /// subscriber that receives every batch; it buffers without limit, so a slow subscriber loses
+    /// nothing (each batch holds at most one entry per key, so the buffer grows with the keys
+    /// changed, not with the writes). The sequence ends when the cache goes.
+    public var changes: AsyncStream<SharedCacheChanges<Key, Value>> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: SharedCacheChanges<Key, Value>.self,
+            bufferingPolicy: .unbounded
+        )
+        let id = subscribers.withLock { $0.add(continuation) }
+        continuation.onTermination = { [weak self] _ in
+            self?.subscribers.withLock { $0.remove(id) }
+        }
+        return stream
+    }
+
+    /// Delivers the changes logged since the last batch, if any. Runs every
+    /// ``notificationInterval``; call it to deliver early.
+    public func publishChanges() {
+        let batch = _exclusive { _, _ in changeLog?.take() }
+        guard let batch, !batch.updated.isEmpty || !batch.removed.isEmpty else { return }
+        for continuation in subscribers.withLock({ Array($0.continuations.values) }) { continuation.yield(batch) }
+        #if canImport(Foundation)
+        NotificationCenter.default.post(
+            name: .sharedCacheDidChange,
+            object: self,
+            userInfo: [
+                SharedCacheUserInfoKey.updatedItems: batch.updated,
+                SharedCacheUserInfoKey.removedKeys: batch.removed,
+            ]
+        )
+        #endif
+    }
+}
+
+#if canImport(Foundation)
+extension Notification.Name {
+    /// Posted by a ``SharedCache`` with a ``SharedCache/notificationInterval`` once per interval
+    /// with changes (YMCache's `kYFCacheDidChangeNotification`). The object is the cache; the
+    /// user info holds the batch under ``SharedCacheUserInfoKey``.
+    public static let sharedCacheDidChange = Notification.Name("CacheKitSharedCacheDidChange")
+}
+#endif
+
+/// The keys of the user info of `Notification.Name.sharedCacheDidChange`.
+public enum SharedCacheUserInfoKey {
+    /// A `[Key: Value]` of the entries added or updated since the last notification
+    /// (YMCache's `kYFCacheUpdatedItemsUserInfoKey`).
+    public static let updatedItems = "CacheKitUpdatedItems"
+    /// A `Set<Key>` of the keys removed since the last notification
+    /// (YMCache's `kYFCacheRemovedItemsUserInfoKey`).
+    public static let removedKeys = "CacheKitRemovedKeys"
+}
+
+/// The subscribers of a cache's ``SharedCache/changes``.
+struct _Subscribers<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    var continuations: [UInt64: AsyncStream<SharedCacheChanges<Key, Value>>.Continuation] = [:]
+    var nextID: UInt64 = 0
+
+    mutating func add(_ continuation: AsyncStream<SharedCacheChanges<Key, Value>>.Continuation) -> UInt64 {
+        nextID += 1
+        continuations[nextID] = continuation
+        return nextID
+    }
+
+    mutating func remove(_ id: UInt64) { continuations[id] = nil }
+
+    func finishAll() {
+        for continuation in continuations.values { continuation.finish() }
+    }
+}

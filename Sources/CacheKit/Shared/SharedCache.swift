@@ -1,0 +1,372 @@
+import Dispatch
+import Synchronization
+
+/// A thread-safe cache with reader-writer semantics (the YMCache role): reads run synchronously
+/// and concurrently, writes are asynchronous, and a read always sees every write issued before it.
+///
+/// ```swift
+/// let cache = SharedCache<String, Story>(name: "stories")
+/// cache["top"] = story                       // returns at once; applied in the background
+/// let top = cache["top"]                     // sees the write above
+/// cache.addEntries(from: ["a": a, "b": b])   // one operation: no reader sees half of it
+/// let all = cache.allItems()
+/// cache.removeAll()
+/// ```
+///
+/// ## Parallel access (YMCache's rules)
+/// 1. Reads run on the calling thread, concurrently with other reads: readers hold a striped
+///    lock whose stripes live on separate cache lines, so two threads reading do not contend.
+/// 2. Writes are asynchronous: a write is queued and the call returns; a background drain
+///    applies queued writes in the order they were issued.
+/// 3. A read that starts after a write was issued sees it: a reader that finds writes queued
+///    applies them first. So a thread reads its own writes, and a reader that saw write *N* never
+///    later sees a state before *N*.
+/// Bulk operations (``addEntries(from:)``, ``removeValues(forKeys:)``, ``removeAll()``,
+/// ``values(forKeys:)``, ``allItems()``) are single operations: no reader sees half of one.
+/// ``flush()`` applies every queued write before it returns.
+///
+/// ## Limits and policies
+/// Unbounded by default (YMCache's behaviour). With a `countLimit` or `totalCostLimit` it evicts
+/// by any ``EvictionPolicy``. Readers cannot reorder the policy's lists while they share the lock,
+/// so each stripe buffers the slots its readers used (up to 64), and the next drain replays them
+/// before it applies writes, as Caffeine does. When a buffer is full the read is not recorded and
+/// a drain is scheduled: under heavy reading, recency is approximate. Eviction happens only in
+/// writes, and every write first replays the buffered reads.
+///
+/// ## Expiration
+/// ``Expiration/afterWrite`` and per-entry `expiresAfter` cost readers nothing extra: an expired
+/// entry is never returned, counted or listed, and drains remove it. A time to idle
+/// (``Expiration/afterAccess``) makes every read move a deadline, so a cache with one takes its
+/// lock exclusively for reads: use ``Cache`` when idle expiry and parallel reads both matter.
+///
+/// ## Events
+/// The removal handler hears every removal with its reason (``RemovalReason/purged`` for the
+/// eviction decider). Handlers run after the lock is released, in the order the removals
+/// happened, on whichever thread applied the write (a background thread, or a reader that
+/// applied queued writes); a handler may use the cache. Change batches: see
+/// ``notificationInterval``.
+///
+/// - Note: `SharedCache` has no eviction veto and no loader; ``Cache`` has both.
+public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
+    // The state lives behind `_lock`: shared for reads (read-only access), exclusive for drains.
+    @usableFromInline let _state: UnsafeMutablePointer<_CacheState<Key, Value>>
+    @usableFromInline let _lock = _StripedLock()
+    /// Writes issued and not yet applied; readers check it to decide whether to drain first.
+    @usableFromInline let _pendingCount = Atomic<Int>(0)
+    @usableFromInline let _timekeeper: _Timekeeper
+    /// Reads must take the lock exclusively (a time to idle is set).
+    @usableFromInline let _exclusiveReads: Bool
+    /// Reads are buffered for the policy (a limit is set).
+    @usableFromInline let _tracksReads = Atomic<Bool>(false)
+    @usableFromInline let _recordsStatistics = Atomic<Bool>(true)
+
+    let pending = _Locked(_PendingWrites<Key, Value>())
+    let outbox = _Locked(_Outbox<Key, Value>())
+    /// Guarded by `_lock` (exclusive): the changes since the last batch, while batches are on.
+    var changeLog: _ChangeLog<Key, Value>?
+    let drainQueue: DispatchQueue
+    let background = _Locked(_BackgroundTasks())
+    let subscribers = _Locked(_Subscribers<Key, Value>())
+
+    /// The name given at creation (YMCache names its caches); used in notifications and logs.
+    public let name: String
+
+    /// Decides which entries ``purgeEvictableItems(context:)`` removes: called with each entry's
+    /// key and value and the context passed to the purge; `true` removes the entry.
+    public typealias EvictionDecider = @Sendable (_ key: Key, _ value: Value, _ context: (any Sendable)?) -> Bool
+
+    /// The decider given at creation, or `nil`.
+    public let evictionDecider: EvictionDecider?
+
+    let clockSleep: @Sendable (Duration) async throws -> Void
+
+    /// Creates a cache.
+    ///
+    /// - Parameters:
+    ///   - name: A name for the cache (in notifications and logs).
+    ///   - countLimit: The most entries the cache holds; `0` (the default) means no limit.
+    ///   - totalCostLimit: The most total cost it holds; `0` (the default) means no limit.
+    ///   - policy: Which entry leaves first when a limit is reached.
+    ///   - expiration: When entries expire. ``Expiration/afterAccess`` makes reads exclusive.
+    ///   - clock: The clock of expiry, ``evictionInterval`` and ``notificationInterval``.
+    ///   - evictionDecider: Chooses the entries ``purgeEvictableItems(context:)`` removes.
+    /// - Precondition: limits are not negative; every duration is positive.
+    public init(
+        name: String = "SharedCache",
+        countLimit: Int = 0,
+        totalCostLimit: Int = 0,
+        policy: EvictionPolicy = .default,
+        expiration: Expiration = .never,
+        clock: some Clock<Duration> = ContinuousClock(),
+        evictionDecider: EvictionDecider? = nil
+    ) {
+        self.name = name
+        _state = .allocate(capacity: 1)
+        _state.initialize(
+            to: _CacheState(
+                countLimit: countLimit,
+                totalCostLimit: totalCostLimit,
+                policy: policy,
+                expiration: expiration
+            )
+        )
+        // Versions identify an entry across the lock's release: buffered reads and purges use them.
+        _state.pointee.core.trackGenerations()
+        _timekeeper = _Timekeeper(clock, active: expiration.isActive)
+        _exclusiveReads = expiration.afterAccess != nil
+        _tracksReads.store(countLimit > 0 || totalCostLimit > 0, ordering: .relaxed)
+        self.evictionDecider = evictionDecider
+        clockSleep = { try await clock.sleep(for: $0) }
+        drainQueue = DispatchQueue(label: "CacheKit.SharedCache.\(name)")
+        if let interval = expiration.sweepInterval {
+            background.withLock { $0.sweep = self.repeating(every: interval) { $0.removeExpired() } }
+        }
+    }
+
+    deinit {
+        background.withLock { $0.cancelAll() }
+        subscribers.withLock { $0.finishAll() }
+        _state.deinitialize(count: 1)
+        _state.deallocate()
+    }
+
+    // MARK: Reading
+
+    /// The value for `key`, or `nil`; assigning queues a write (`nil` removes the entry).
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public subscript(key: Key) -> Value? {
+        get { value(forKey: key) }
+        set {
+            if let newValue { setValue(newValue, forKey: key) } else { removeValue(forKey: key) }
+        }
+    }
+
+    /// The value for `key`, or `nil`. Runs on the calling thread, concurrently with other reads,
+    /// after every write issued before it.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public func value(forKey key: Key) -> Value? {
+        if _exclusiveReads { return _exclusive { state, now in state.core.value(forKey: key, now: now) } }
+        return _reading { state, stripe, now in
+            let slot = state.core.slot(of: key)
+            guard slot >= 0, !state.core._isExpired(slot, now: now) else {
+                if _recordsStatistics.load(ordering: .relaxed) { stripe.misses.wrappingAdd(1, ordering: .relaxed) }
+                return nil
+            }
+            if _recordsStatistics.load(ordering: .relaxed) { stripe.hits.wrappingAdd(1, ordering: .relaxed) }
+            if _tracksReads.load(ordering: .relaxed),
+                !stripe.record(slot, generation: state.core.generations.unsafelyUnwrapped[Int(slot)])
+            {
+                _scheduleDrain()
+            }
+            return state.core.entries[Int(slot)].value
+        }
+    }
+
+    /// The value for `key` without counting a request or telling the policy.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public func peekValue(forKey key: Key) -> Value? {
+        _reading { state, _, now in
+            let slot = state.core.slot(of: key)
+            return slot >= 0 && !state.core._isExpired(slot, now: now) ? state.core.entries[Int(slot)].value : nil
+        }
+    }
+
+    /// Whether the cache holds a value for `key`.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public func contains(_ key: Key) -> Bool {
+        _reading { state, _, now in
+            let slot = state.core.slot(of: key)
+            return slot >= 0 && !state.core._isExpired(slot, now: now)
+        }
+    }
+
+    /// The values for those of `keys` the cache holds, read in one operation (no write lands
+    /// between two of them). Not counted as requests.
+    ///
+    /// - Complexity: O(*k*) for *k* keys.
+    public func values<S: Sequence>(forKeys keys: S) -> [Key: Value] where S.Element == Key {
+        _reading { state, _, now in
+            var result: [Key: Value] = [:]
+            for key in keys {
+                let slot = state.core.slot(of: key)
+                if slot >= 0 && !state.core._isExpired(slot, now: now) {
+                    result[key] = state.core.entries[Int(slot)].value
+                }
+            }
+            return result
+        }
+    }
+
+    /// Every entry, read in one operation.
+    ///
+    /// - Complexity: O(*n*).
+    public func allItems() -> [Key: Value] {
+        _reading { state, _, now in
+            var result: [Key: Value] = Dictionary(minimumCapacity: state.core.count)
+            state.core.forEachSlotInEvictionOrder { slot in
+                if !state.core._isExpired(slot, now: now) {
+                    result[state.core.entries[Int(slot)].key] = state.core.entries[Int(slot)].value
+                }
+                return true
+            }
+            return result
+        }
+    }
+
+    /// The entries in eviction order, next victim first (as of the last drain: reads buffered
+    /// since then are not yet in the order).
+    ///
+    /// - Complexity: O(*n*).
+    public var entries: [(key: Key, value: Value)] {
+        _reading { state, _, now in
+            var result: [(key: Key, value: Value)] = []
+            result.reserveCapacity(state.core.count)
+            state.core.forEachSlotInEvictionOrder { slot in
+                if !state.core._isExpired(slot, now: now) {
+                    result.append((state.core.entries[Int(slot)].key, state.core.entries[Int(slot)].value))
+                }
+                return true
+            }
+            return result
+        }
+    }
+
+    /// The number of entries (expired ones are removed first).
+    ///
+    /// - Complexity: O(1), plus O(1) per expired entry removed.
+    public var count: Int { _exclusive { state, _ in state.core.count } }
+
+    /// The total cost of the entries.
+    public var totalCost: Int { _exclusive { state, _ in state.core.totalCost } }
+
+    /// The most entries the cache holds (`0`: no limit). Setting it queues a write that evicts
+    /// down to the new limit.
+    public var countLimit: Int {
+        get { _reading { state, _, _ in state.core.countLimit } }
+        set {
+            precondition(newValue >= 0, "countLimit must not be negative (got \(newValue))")
+            _enqueue(.setCountLimit(newValue))
+        }
+    }
+
+    /// The most total cost the cache holds (`0`: no limit). Setting it queues a write.
+    public var totalCostLimit: Int {
+        get { _reading { state, _, _ in state.core.totalCostLimit } }
+        set {
+            precondition(newValue >= 0, "totalCostLimit must not be negative (got \(newValue))")
+            _enqueue(.setTotalCostLimit(newValue))
+        }
+    }
+
+    // MARK: Writing
+
+    /// Queues a write of `value` for `key`, with a cost and optionally its own time to live.
+    /// Returns before the write is applied; every later read sees it. A value whose cost alone
+    /// exceeds `totalCostLimit` is not stored, and the key's old value is removed.
+    ///
+    /// - Complexity: O(1) to queue; O(1) amortized to apply.
+    /// - Precondition: `cost` is not negative; `expiresAfter` is positive.
+    @inlinable
+    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0, expiresAfter: Duration? = nil) {
+        precondition(cost >= 0, "cost must not be negative (got \(cost))")
+        var now = _timekeeper.now()
+        if let expiresAfter {
+            precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))")
+            now = _timekeeper.activate()
+        }
+        _enqueue(.set(key, value, cost: cost, timeToLive: expiresAfter?._nanoseconds, now: now))
+    }
+
+    /// Queues writes of every pair, applied as one operation (YMCache's
+    /// `addEntriesFromDictionary:`).
+    public func addEntries<S: Sequence>(from entries: S) where S.Element == (key: Key, value: Value) {
+        _enqueue(.merge(Array(entries), now: _timekeeper.now()))
+    }
+
+    /// Queues writes of every key-value pair of `dictionary`, applied as one operation.
+    public func addEntries(from dictionary: [Key: Value]) {
+        _enqueue(.merge(dictionary.map { ($0.key, $0.value) }, now: _timekeeper.now()))
+    }
+
+    /// Queues the removal of `key`'s entry.
+    @inlinable
+    public func removeValue(forKey key: Key) { _enqueue(.remove([key])) }
+
+    /// Queues the removal of every key in `keys`, applied as one operation.
+    public func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key { _enqueue(.remove(Array(keys))) }
+
+    /// Queues the removal of every entry, applied as one operation (reason
+    /// ``RemovalReason/removedAll``).
+    public func removeAll() { _enqueue(.removeAll(.removedAll)) }
+
+    /// Queues the expiry of every entry at once (reason ``RemovalReason/expired``).
+    public func expireAll() { _enqueue(.removeAll(.expired)) }
+
+    /// Removes the entries that have expired, now.
+    public func removeExpired() { _exclusive { _, _ in } }
+
+    /// Applies every write issued before this call, on the calling thread, and delivers the
+    /// removals they caused to the removal handler (unless another thread is delivering earlier
+    /// ones: then it delivers these too).
+    public func flush() { _exclusive { _, _ in } }
+
+    /// ``flush()`` for async contexts: applies the queued writes without blocking a task for
+    /// longer than the drain itself.
+    public func settle() async { flush() }
+
+    // MARK: Events
+
+    /// Hears every removal, after the lock is released, in order. See "Events" above.
+    public var removalHandler: (@Sendable (CacheRemoval<Key, Value>) -> Void)? {
+        get { outbox.withLock { $0.handler } }
+        set { outbox.withLock { $0.handler = newValue } }
+    }
+
+    // MARK: Statistics
+
+    /// Requests, removals by reason. Loads are not counted (a shared cache has no loader).
+    public var statistics: CacheStatistics {
+        var snapshot = _exclusive { state, _ in state.core.stats.snapshot }
+        let (hits, misses) = _lock.requestCounts
+        snapshot.hitCount += hits
+        snapshot.missCount += misses
+        return snapshot
+    }
+
+    /// Whether ``statistics`` are counted (`true` by default).
+    public var isRecordingStatistics: Bool {
+        get { _recordsStatistics.load(ordering: .relaxed) }
+        set {
+            _recordsStatistics.store(newValue, ordering: .relaxed)
+            _exclusive { state, _ in state.core.stats.isRecording = newValue }
+        }
+    }
+
+    /// Sets every count in ``statistics`` to zero.
+    public func resetStatistics() {
+        _exclusive { state, _ in
+            state.core.stats.reset()
+            _lock.resetRequestCounts()
+        }
+    }
+
+    /// Checks the engine's internal consistency, trapping on the first disagreement. For tests.
+    public func _checkInvariants() { _exclusive { state, _ in state.core._checkInvariants() } }
+}
+
+extension _CacheCore {
+    /// Whether `slot` has expired by `now`; read-only, for readers holding a shared lock.
+    @inlinable
+    func _isExpired(_ slot: Int32, now: Int64) -> Bool {
+        guard let expiry else { return false }
+        return expiry.isExpired(slot, now: now)
+    }
+}

@@ -1,0 +1,335 @@
+import CacheKit
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@Suite("SharedCache")
+struct SharedCacheTests {
+    @Test("the YMCache synopsis: writes are seen by the next read, bulk operations, allItems, removeAll")
+    func synopsis() {
+        let cache = SharedCache<String, Int>(name: "my-object-cache")
+        cache["Key1"] = 1
+        #expect(cache["Key1"] == 1)  // the read applies the queued write first
+        cache.addEntries(from: ["Key2": 2, "Key3": 3])
+        #expect(cache.values(forKeys: ["Key1", "Key3", "none"]) == ["Key1": 1, "Key3": 3])
+        let all = cache.allItems()
+        cache.removeAll()
+        #expect(all == ["Key1": 1, "Key2": 2, "Key3": 3])
+        #expect(cache.allItems().isEmpty && cache.count == 0)
+        cache["Key1"] = 5
+        cache["Key1"] = nil
+        #expect(!cache.contains("Key1"))
+        cache.removeValues(forKeys: ["Key2"])
+        #expect(cache.name == "my-object-cache")
+    }
+
+    @Test("writes return before they are applied, and a background drain applies them")
+    func writesAreAsynchronous() async {
+        let cache = SharedCache<Int, Int>()
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        cache[1] = 1
+        cache[1] = 2  // replaces 1: the handler hears it once the drain runs, without any read
+        await eventually { log.all.count == 1 }
+        #expect(log.all == [CacheRemoval(key: 1, value: 1, reason: .replaced)])
+    }
+
+    @Test(
+        "a bounded cache evicts like its policy, reads included, compared with a reference model",
+        arguments: [EvictionPolicy.lru, .fifo, .lfu]
+    )
+    func boundedMatchesModel(policy: EvictionPolicy) {
+        let cache = SharedCache<Int, Int>(countLimit: 20, totalCostLimit: 150, policy: policy)
+        var model = ReferenceModel(policy: policy, countLimit: 20, totalCostLimit: 150)
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        var rng = SeededGenerator(seed: 7)
+        for step in 0..<3_000 {
+            let key = Int.random(in: 0..<40, using: &rng)
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<4:
+                #expect(cache[key] == model.value(forKey: key), "step \(step)")
+            case 4..<8:
+                let cost = Int.random(in: 0...20, using: &rng)
+                cache.setValue(step, forKey: key, cost: cost)
+                _ = model.setValue(step, forKey: key, cost: cost)
+            case 8:
+                cache.removeValue(forKey: key)
+                _ = model.removeValue(forKey: key)
+            default:
+                let limit = Int.random(in: 5...30, using: &rng)
+                cache.countLimit = limit
+                model.setLimits(countLimit: limit, totalCostLimit: 150)
+            }
+            cache.flush()
+            #expect(cache.entries.map(\.key) == model.keys, "step \(step)")
+            #expect(cache.totalCost == model.totalCost)
+            #expect(log.take() == model.takeRemovals(), "step \(step)")
+        }
+        cache._checkInvariants()
+    }
+
+    @Test("a reader never sees a state older than one it saw, and every thread reads its own writes")
+    func readYourWrites() {
+        let cache = SharedCache<Int, Int>(countLimit: 1_000)
+        let threads = 4
+        let writes = 3_000
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            // Thread t writes key t with increasing values and reads every key.
+            var latestSeen = [Int](repeating: -1, count: threads)
+            for i in 0..<writes {
+                cache[thread] = i
+                #expect(cache[thread] == i)  // its own write, at once
+                for other in 0..<threads {
+                    let seen = cache[other] ?? -1
+                    #expect(seen >= latestSeen[other], "thread \(thread) saw key \(other) go back")
+                    latestSeen[other] = seen
+                }
+            }
+        }
+        cache.flush()
+        #expect(cache.allItems() == Dictionary(uniqueKeysWithValues: (0..<threads).map { ($0, writes - 1) }))
+    }
+
+    @Test("no reader sees half of a bulk write")
+    func bulkAtomicity() {
+        let cache = SharedCache<Int, Int>()
+        let keys = Array(0..<200)
+        cache.addEntries(from: Dictionary(uniqueKeysWithValues: keys.map { ($0, 0) }))
+        let rounds = 300
+        DispatchQueue.concurrentPerform(iterations: 3) { thread in
+            if thread == 0 {
+                for round in 1...rounds {
+                    cache.addEntries(from: Dictionary(uniqueKeysWithValues: keys.map { ($0, round) }))
+                    if round % 50 == 0 { cache.removeValues(forKeys: keys) }
+                }
+            } else {
+                for _ in 0..<rounds {
+                    let values = Set(cache.values(forKeys: keys).values)
+                    #expect(values.count <= 1, "a read saw \(values.count) different bulk writes")
+                    let all = cache.allItems()
+                    #expect(all.isEmpty || all.count == keys.count)
+                    #expect(Set(all.values).count <= 1)
+                }
+            }
+        }
+    }
+
+    @Test("the eviction decider purges on demand, with a context, reason purged")
+    func purge() {
+        let cache = SharedCache<Int, Int>(evictionDecider: { _, value, context in
+            value % ((context as? Int) ?? 2) == 0
+        })
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        cache.addEntries(from: Dictionary(uniqueKeysWithValues: (0..<10).map { ($0, $0) }))
+        #expect(cache.purgeEvictableItems() == 5)
+        #expect(cache.allItems().keys.sorted() == [1, 3, 5, 7, 9])
+        #expect(cache.purgeEvictableItems(context: 3) == 2)  // 3 and 9
+        #expect(cache.allItems().keys.sorted() == [1, 5, 7])
+        #expect(Set(log.all.map(\.reason)) == [.purged])
+        #expect(cache.statistics.removalCounts[.purged] == 7)
+        #expect(SharedCache<Int, Int>().purgeEvictableItems() == 0)  // no decider: nothing
+    }
+
+    @Test("an entry rewritten after the decider chose it is not purged")
+    func purgeSkipsRewrittenEntries() {
+        let cache = SharedCache<Int, Int>(evictionDecider: { key, value, context in
+            // While deciding, another write replaces the value the decider is looking at.
+            if key == 1 && value == 1 { (context as? SharedCache<Int, Int>)?.setValue(100, forKey: 1) }
+            return true
+        })
+        cache.addEntries(from: [1: 1, 2: 2])
+        cache.flush()
+        #expect(cache.purgeEvictableItems(context: cache) == 2)
+        #expect(cache.allItems() == [1: 100])
+    }
+
+    @Test("the eviction interval runs the decider on the cache's clock")
+    func evictionInterval() async {
+        let clock = ManualClock()
+        let stale = Locked<Set<Int>>([])
+        let cache = SharedCache<Int, Int>(clock: clock, evictionDecider: { key, _, _ in stale.value.contains(key) })
+        cache.evictionInterval = .seconds(60)
+        #expect(cache.evictionInterval == .seconds(60))
+        cache.addEntries(from: [1: 1, 2: 2, 3: 3])
+        stale.mutate { $0 = [1, 3] }
+        await eventually { clock.sleeperCount == 1 }
+        clock.advance(by: .seconds(59))
+        #expect(cache.count == 3)
+        clock.advance(by: .seconds(1))
+        await eventually { cache.peekValue(forKey: 1) == nil }
+        #expect(cache.allItems() == [2: 2])
+        cache.evictionInterval = nil
+        stale.mutate { $0 = [2] }
+        await eventually { clock.sleeperCount == 0 }
+        clock.advance(by: .seconds(600))
+        #expect(cache.allItems() == [2: 2])
+    }
+
+    @Test("changes are coalesced by key: added then removed is removed, removed then added is added")
+    func coalescing() async {
+        let cache = SharedCache<String, Int>(countLimit: 10)
+        cache.notificationInterval = .seconds(1)
+        let changes = cache.changes
+        var iterator = changes.makeAsyncIterator()
+        cache["kept"] = 1
+        cache["kept"] = 2
+        cache["gone"] = 1
+        cache["gone"] = nil
+        cache["back"] = 1
+        cache.flush()
+        cache.publishChanges()
+        var batch = await iterator.next()
+        #expect(batch?.updated == ["kept": 2, "back": 1])
+        #expect(batch?.removed == ["gone"])
+        cache.publishChanges()  // nothing changed: no batch
+        cache["back"] = nil
+        cache["back"] = 3
+        cache.removeAll()
+        cache["new"] = 4
+        cache.publishChanges()
+        batch = await iterator.next()
+        #expect(batch?.updated == ["new": 4])
+        #expect(batch?.removed == ["kept", "back"])
+    }
+
+    @Test("batches arrive once per interval, to every subscriber and as a notification")
+    func notificationInterval() async throws {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(clock: clock)
+        cache.notificationInterval = .milliseconds(500)
+        let first = cache.changes
+        let second = cache.changes
+        let posted = Locked<[SharedCacheChanges<Int, Int>]>([])
+        let observer = NotificationCenter.default.addObserver(
+            forName: .sharedCacheDidChange,
+            object: cache,
+            queue: nil
+        ) { note in
+            let updated = note.userInfo?[SharedCacheUserInfoKey.updatedItems] as? [Int: Int] ?? [:]
+            let removed = note.userInfo?[SharedCacheUserInfoKey.removedKeys] as? Set<Int> ?? []
+            posted.mutate { $0.append(SharedCacheChanges(updated: updated, removed: removed)) }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        cache[1] = 1
+        await eventually { clock.sleeperCount == 1 }
+        clock.advance(by: .milliseconds(500))
+        var a = first.makeAsyncIterator()
+        var b = second.makeAsyncIterator()
+        #expect(await a.next()?.updated == [1: 1])
+        #expect(await b.next()?.updated == [1: 1])
+        await eventually { posted.value.count == 1 }
+        #expect(posted.value.first?.updated == [1: 1])
+        // An interval without a change sends nothing; the next change comes in the next batch.
+        await eventually { clock.sleeperCount == 1 }
+        clock.advance(by: .milliseconds(500))
+        await eventually { clock.sleeperCount == 1 }
+        cache[2] = 2
+        cache[1] = nil
+        cache.flush()
+        clock.advance(by: .milliseconds(500))
+        let next = await a.next()
+        #expect(next?.updated == [2: 2] && next?.removed == [1])
+        #expect(await b.next()?.removed == [1])
+        await eventually { posted.value.count == 2 }
+    }
+
+    @Test("a slow subscriber loses nothing")
+    func slowSubscriber() async {
+        let cache = SharedCache<Int, Int>()
+        cache.notificationInterval = .seconds(3600)
+        let changes = cache.changes
+        for i in 0..<100 {
+            cache[i] = i
+            cache.publishChanges()
+        }
+        var seen: [Int: Int] = [:]
+        var iterator = changes.makeAsyncIterator()
+        for _ in 0..<100 {
+            for (key, value) in await iterator.next()?.updated ?? [:] { seen[key] = value }
+        }
+        #expect(seen.count == 100)
+    }
+
+    @Test("entries expire by time and are never returned, counted or listed")
+    func expiry() {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(expiration: .afterWrite(.seconds(10)), clock: clock)
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        cache[1] = 1
+        cache.setValue(2, forKey: 2, expiresAfter: .seconds(30))
+        clock.advance(by: .seconds(10))
+        #expect(cache[1] == nil && !cache.contains(1) && cache.peekValue(forKey: 1) == nil)
+        #expect(cache.allItems() == [2: 2] && cache.entries.map(\.key) == [2])
+        #expect(cache.count == 1)
+        #expect(log.all == [CacheRemoval(key: 1, value: 1, reason: .expired)])
+        clock.advance(by: .seconds(20))
+        #expect(cache.values(forKeys: [1, 2]).isEmpty)
+    }
+
+    @Test("a time to idle is extended by reads (reads then take the lock exclusively)")
+    func timeToIdle() {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(expiration: .afterAccess(.seconds(10)), clock: clock)
+        cache[1] = 1
+        for _ in 0..<5 {
+            clock.advance(by: .seconds(9))
+            #expect(cache[1] == 1)
+        }
+        clock.advance(by: .seconds(10))
+        #expect(cache[1] == nil)
+    }
+
+    @Test("memory pressure removes everything or trims to a fraction")
+    func memoryPressure() {
+        let cache = SharedCache<Int, Int>(countLimit: 100, policy: .lru)
+        for i in 0..<10 { cache[i] = i }
+        cache.handleMemoryPressure(.trim(toFraction: 0.5))
+        #expect(cache.allItems().keys.sorted() == [5, 6, 7, 8, 9])
+        cache.handleMemoryPressure()
+        #expect(cache.count == 0)
+        #expect(cache.statistics.removalCounts[.memoryPressure] == 10)
+    }
+
+    @Test("statistics count requests from every stripe; a handler may write to the cache")
+    func statisticsAndReentrantHandler() {
+        let cache = SharedCache<Int, Int>(countLimit: 2, policy: .fifo)
+        cache.removalHandler = { removal in
+            if removal.reason == .evictedForCount && removal.key < 100 { cache[removal.key + 100] = removal.value }
+        }
+        cache[1] = 1
+        cache[2] = 2
+        cache[3] = 3  // evicts 1; the handler writes 101, which evicts 2; then 102 evicts 3
+        cache.flush()
+        _ = cache[1]
+        _ = cache[102]
+        let stats = cache.statistics
+        #expect(stats.hitCount + stats.missCount == 2)
+        cache.resetStatistics()
+        #expect(cache.statistics.requestCount == 0)
+        cache.flush()
+        #expect(cache.count == 2)
+    }
+
+    @Test("the cache goes away with its background tasks, and its change sequences end")
+    func lifetime() async {
+        let clock = ManualClock()
+        var cache: SharedCache<Int, Int>? = SharedCache(
+            expiration: Expiration(afterWrite: .seconds(5), sweepInterval: .seconds(1)),
+            clock: clock,
+            evictionDecider: { _, _, _ in true }
+        )
+        weak let weakCache = cache
+        cache!.evictionInterval = .seconds(1)
+        cache!.notificationInterval = .seconds(1)
+        let changes = cache!.changes
+        cache![1] = 1
+        cache = nil
+        await eventually { weakCache == nil }  // a queued background drain may hold it briefly
+        var iterator = changes.makeAsyncIterator()
+        #expect(await iterator.next() == nil)
+    }
+}
