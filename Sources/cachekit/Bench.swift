@@ -5,19 +5,24 @@ import Foundation
 
 /// `cachekit bench`: ns/op of CacheKit's caches against `Dictionary` and `NSCache`, in one run.
 enum Bench {
-    static let workloads = ["get-hit", "get-miss", "set-evict", "mix"]
-    static let subjects = ["SerialCache", "Cache", "Cache+ttl", "Cache-stats", "Dictionary", "NSCache"]
+    static let workloads = ["get-hit", "get-miss", "set-evict", "mix", "read90"]
+    static let subjects = [
+        "SerialCache", "Cache", "Cache+ttl", "Cache-stats", "SharedCache", "Dictionary", "NSCache",
+    ]
 
     static let usage = """
         usage: cachekit bench [options]
 
-        Measures ns/op for get-hit, get-miss, set-evict (every set a new key at capacity) and mix
-        (50% get, 50% set, keys uniform over twice the capacity), for SerialCache and Cache with
+        Measures ns/op for get-hit, get-miss, set-evict (every set a new key at capacity), mix
+        (50% get, 50% set, keys uniform over twice the capacity) and read90 (90% get, 10% set, keys
+        uniform over the capacity), for SerialCache, Cache and SharedCache with
         each policy, against Dictionary (same lookups and inserts) and Foundation's NSCache, all
         in one run: each round runs every case once, and each figure is the median over the rounds. NSCache runs a tenth of the operations
         (it is ~20x slower); ns/op stays comparable. Cache+ttl is Cache with a one-hour time to
         live on every entry (so the clock is read on every operation); Cache-stats is Cache with
-        statistics switched off. Their cost is printed as a ratio to Cache.
+        statistics switched off. Their cost is printed as a ratio to Cache. For SharedCache the
+        run prints its read cost against Cache (get-hit) and its read90 throughput on 2 threads
+        against 1. Throughput on N threads is ops / wall time: ns/op halves when 2 threads scale.
 
         options:
           --capacity N        entries the caches hold (default 50_000)
@@ -122,6 +127,20 @@ enum Bench {
                 ] as [(String, () -> Cache<Int, Int>)] where chosenSubjects.contains(subject) {
                     cases.append((subject, policy.name, 1, { plan.measureOnce(threads: 1, make: make) }))
                 }
+                if chosenSubjects.contains("SharedCache") {
+                    for threads in threadCounts {
+                        cases.append(
+                            (
+                                "SharedCache", policy.name, threads,
+                                {
+                                    plan.measureOnce(threads: threads) {
+                                        SharedCache<Int, Int>(countLimit: capacity, policy: policy)
+                                    }
+                                }
+                            )
+                        )
+                    }
+                }
                 if chosenSubjects.contains("Cache") {
                     for threads in threadCounts {
                         cases.append(
@@ -219,6 +238,25 @@ enum Bench {
                 print(String(format: "mix: Cache(lru) is %.1fx faster than NSCache", nsCache / cache))
             }
         }
+        // SharedCache: a read against Cache's, and how read-mostly throughput scales.
+        for policy in Set(results.map(\.policy)).sorted() where !policy.isEmpty {
+            func ns(_ subject: String, _ workload: String, _ threads: Int) -> Double? {
+                results.first {
+                    $0.subject == subject && $0.policy == policy && $0.workload == workload && $0.threads == threads
+                }?.nsPerOp
+            }
+            if let shared = ns("SharedCache", "get-hit", 1), let cache = ns("Cache", "get-hit", 1) {
+                print(String(format: "get-hit, \(policy): a SharedCache read costs %.2fx a Cache read", shared / cache))
+            }
+            if let one = ns("SharedCache", "read90", 1), let two = ns("SharedCache", "read90", 2) {
+                print(
+                    String(
+                        format: "read90, \(policy): SharedCache on 2 threads has %.2fx the throughput of 1 thread",
+                        one / two
+                    )
+                )
+            }
+        }
         // The cost of a feature: the same case with the feature on, over the case without it.
         for workload in workloads {
             for policy in Set(results.map(\.policy)).sorted() where !policy.isEmpty {
@@ -278,6 +316,9 @@ struct Plan {
         case "set-evict":
             keys = (0..<ops).map { capacity + $0 }
             reads = []
+        case "read90":
+            keys = (0..<ops).map { _ in Int(rng.next() % UInt64(capacity)) }
+            reads = (0..<ops).map { _ in rng.next() % 10 != 0 }
         default:
             keys = (0..<ops).map { _ in Int(rng.next() % UInt64(2 * capacity)) }
             reads = (0..<ops).map { _ in rng.next() & 1 == 0 }

@@ -13,6 +13,11 @@ extension Cache: BenchTarget where Key == Int, Value == Int {
     func set(_ value: Int, _ key: Int) { self[key] = value }
 }
 
+extension SharedCache: BenchTarget where Key == Int, Value == Int {
+    func get(_ key: Int) -> Int? { self[key] }
+    func set(_ value: Int, _ key: Int) { self[key] = value }
+}
+
 extension SerialCache: BenchTarget where Key == Int, Value == Int {
     func get(_ key: Int) -> Int? { self[key] }
     func set(_ value: Int, _ key: Int) { self[key] = value }
