@@ -1,0 +1,19 @@
+/// A standing order to act when a ``MemoryPressureMonitor`` reports pressure, returned by
+/// ``MemoryPressureMonitor/subscribe(at:_:)`` and `Cache.respond(to:at:with:)`.
+///
+/// It lasts until ``cancel()`` is called or, for a cache's subscription, the cache is
+/// deinitialized (which cancels it; the subscription never keeps its cache alive). If the monitor
+/// goes away first, the subscription stays uncancelled but is never called again.
+public final class MemoryPressureSubscription: Sendable {
+    /// The cancellation token; the same type a cache keeps for its expiration triggers, so the
+    /// cache's `deinit` cancels it along with them.
+    let _token: ExpirationTrigger
+
+    init(token: ExpirationTrigger) { _token = token }
+
+    /// Stops the subscription: it is never called again. Calling it again does nothing.
+    public func cancel() { _token.cancel() }
+
+    /// Whether ``cancel()`` was called or the subscribing cache went away.
+    public var isCancelled: Bool { _token.isCancelled }
+}

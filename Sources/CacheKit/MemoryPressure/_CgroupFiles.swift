@@ -1,0 +1,97 @@
+/// The memory files of the process's cgroup, found from `/proc/self/cgroup`.
+struct _CgroupFiles: Sendable {
+    /// `memory.current` (v2) or `memory.usage_in_bytes` (v1).
+    let current: String
+    /// `memory.max` (v2) or `memory.limit_in_bytes` (v1).
+    let limit: String
+    /// `memory.stat`, for the inactive page cache.
+    let stat: String
+    /// `memory.events`; v2 only.
+    let events: String?
+    /// Whether these are cgroup v2 files.
+    let isV2: Bool
+
+    var all: [String] { [current, limit, stat] + (events.map { [$0] } ?? []) }
+
+    /// A v1 limit at or above this means "no limit" (the kernel reports about 2^63 then).
+    static let v1Unlimited: UInt64 = 1 << 62
+
+    /// The process's cgroup memory files under `root`, preferring v2; `nil` if
+    /// `proc/self/cgroup` is missing or names no memory cgroup whose files exist.
+    static func locate(root: String) throws -> _CgroupFiles? {
+        let listing = _TextFile.join(root, "proc/self/cgroup")
+        guard let text = _TextFile.contents(of: listing) else { return nil }
+        var v2Path: Substring?
+        var v1Path: Substring?
+        // Each line is `hierarchy-ID:controller-list:path`; the path may itself contain colons.
+        for (number, line) in _TextFile.numberedLines(text) {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3, Int(fields[0]) != nil, fields[2].hasPrefix("/") else {
+                throw MemoryPressureSourceError.malformed(
+                    file: listing,
+                    line: number,
+                    reason: "expected \"<id>:<controllers>:/<path>\", got \"\(line)\""
+                )
+            }
+            if fields[0] == "0" && fields[1].isEmpty {
+                v2Path = fields[2]
+            } else if fields[1].split(separator: ",").contains("memory") {
+                v1Path = fields[2]
+            }
+        }
+        let mount = _TextFile.join(root, "sys/fs/cgroup")
+        if let v2Path {
+            for folder in [_TextFile.join(mount, String(v2Path)), mount]
+            where _TextFile.exists(_TextFile.join(folder, "memory.current"))
+                || _TextFile.exists(_TextFile.join(folder, "memory.events"))
+            {
+                return _CgroupFiles(
+                    current: _TextFile.join(folder, "memory.current"),
+                    limit: _TextFile.join(folder, "memory.max"),
+                    stat: _TextFile.join(folder, "memory.stat"),
+                    events: _TextFile.join(folder, "memory.events"),
+                    isV2: true
+                )
+            }
+        }
+        if let v1Path {
+            let v1Mount = _TextFile.join(mount, "memory")
+            for folder in [_TextFile.join(v1Mount, String(v1Path)), v1Mount]
+            where _TextFile.exists(_TextFile.join(folder, "memory.usage_in_bytes")) {
+                return _CgroupFiles(
+                    current: _TextFile.join(folder, "memory.usage_in_bytes"),
+                    limit: _TextFile.join(folder, "memory.limit_in_bytes"),
+                    stat: _TextFile.join(folder, "memory.stat"),
+                    events: nil,
+                    isV2: false
+                )
+            }
+        }
+        return nil
+    }
+
+    /// The memory in use less inactive page cache, and the limit (`nil` when unlimited), from
+    /// whichever files are readable.
+    func usage() throws -> (used: UInt64?, limit: UInt64?, readAny: Bool) {
+        var readAny = false
+        var used: UInt64?
+        var limitBytes: UInt64?
+        if let text = _TextFile.contents(of: current) {
+            readAny = true
+            used = try LinuxMemoryPressureSource.parseBytes(text, file: current)
+        }
+        if let text = _TextFile.contents(of: limit) {
+            readAny = true
+            limitBytes = try LinuxMemoryPressureSource.parseBytes(text, file: limit, unlimited: isV2 ? "max" : nil)
+            if !isV2, let bytes = limitBytes, bytes >= Self.v1Unlimited { limitBytes = nil }
+        }
+        if let text = _TextFile.contents(of: stat) {
+            readAny = true
+            let stats = try LinuxMemoryPressureSource.parseKeyValues(text, file: stat)
+            if let inactive = stats[isV2 ? "inactive_file" : "total_inactive_file"], let bytes = used {
+                used = bytes - min(bytes, inactive)
+            }
+        }
+        return (used, limitBytes, readAny)
+    }
+}

@@ -1,0 +1,45 @@
+/// A cache that a ``MemoryPressureMonitor`` subscription can act on: the extension point for
+/// every kind of cache and every way of freeing memory.
+///
+/// `Cache` conforms (see `Cache+MemoryPressure.swift`). A cache with a notion of its own, such as a
+/// shared cache whose eviction decider picks what may be purged (YMCache's
+/// `purgeEvictableItems`), conforms by doing that in ``_respondToMemoryPressure(_:)`` when the
+/// action is `nil` (or for an action case of its own), and gets its public `respond(to:at:with:)`
+/// from ``_subscribe(to:at:with:)``.
+protocol _MemoryPressureResponder: AnyObject {
+    /// Frees memory as `action` says; `nil` means the cache's own default (for `Cache`, its
+    /// `memoryPressureAction`).
+    func _respondToMemoryPressure(_ action: MemoryPressureAction?)
+
+    /// Tokens cancelled when the cache is deinitialized (its expiration triggers' list).
+    var _triggers: _Triggers { get }
+}
+
+/// A weak reference to a responder that may cross tasks, so a subscription never keeps its cache
+/// alive.
+final class _WeakMemoryPressureResponder: @unchecked Sendable {
+    // Written once in `init`; reading a weak reference is thread-safe, and the caches that
+    // subscribe are `Sendable`.
+    weak var object: (any _MemoryPressureResponder)?
+
+    init(_ object: any _MemoryPressureResponder) { self.object = object }
+}
+
+extension _MemoryPressureResponder {
+    /// Subscribes this cache to `monitor`: `action` runs on each rise to `level` or higher, until
+    /// the subscription is cancelled or the cache is deinitialized.
+    ///
+    /// The caller makes sure the cache may be used from the monitor's task (it is `Sendable`).
+    func _subscribe(
+        to monitor: MemoryPressureMonitor,
+        at level: MemoryPressureLevel,
+        with action: MemoryPressureAction?
+    ) -> MemoryPressureSubscription {
+        let cache = _WeakMemoryPressureResponder(self)
+        let subscription = monitor.subscribe(at: level) { _ in
+            cache.object?._respondToMemoryPressure(action)
+        }
+        _triggers.add(subscription._token)
+        return subscription
+    }
+}
