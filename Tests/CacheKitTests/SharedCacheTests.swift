@@ -294,6 +294,32 @@ struct SharedCacheTests {
         #expect(cache.statistics.removalCounts[.memoryPressure] == 10)
     }
 
+    @Test("a memory-pressure monitor runs the decider, or the action given, on a subscribed SharedCache")
+    func pressureMonitor() throws {
+        let source = FakeSource()
+        let monitor = MemoryPressureMonitor(source: source, clock: ManualClock())
+        let decided = SharedCache<Int, Int>(evictionDecider: { _, value, _ in value >= 5 })
+        let plain = SharedCache<Int, Int>()
+        let trimmed = SharedCache<Int, Int>(countLimit: 100, policy: .fifo)
+        for cache in [decided, plain, trimmed] {
+            for i in 0..<10 { cache[i] = i }  // in order: FIFO evicts 0 first
+        }
+        decided.respond(to: monitor)
+        plain.respond(to: monitor)
+        let subscription = trimmed.respond(to: monitor, with: .trim(toFraction: 0.3))
+        source.level = .warning
+        try monitor.check()
+        #expect(decided.allItems().keys.sorted() == [0, 1, 2, 3, 4])
+        #expect(decided.statistics.removalCounts[.purged] == 5)
+        #expect(plain.count == 0)
+        #expect(trimmed.allItems().keys.sorted() == [7, 8, 9])
+        subscription.cancel()
+        trimmed[1] = 1
+        source.level = .critical
+        try monitor.check()
+        #expect(trimmed.count == 4)
+    }
+
     @Test("statistics count requests from every stripe; a handler may write to the cache")
     func statisticsAndReentrantHandler() {
         let cache = SharedCache<Int, Int>(countLimit: 2, policy: .fifo)

@@ -283,27 +283,7 @@ extension _StateHost {
 
     @inlinable
     func _handleMemoryPressure() {
-        let (action, veto) = _withState { ($0.memoryPressureAction, $0.evictionVeto) }
-        if let veto {
-            let kept = _withState { action.keptCount(of: $0.core.count) }
-            let target = _TrimTarget(maxCount: kept, maxCost: .max, reason: .memoryPressure)
-            _ = _trim(askingVeto: veto, protecting: nil) { _ in target }
-        } else if action == .removeAll {
-            _removeAll(reason: .memoryPressure)
-        } else {
-            let (removals, handler) = _withState { state in
-                var removals = _Removals<Key, Value>()
-                let target = _TrimTarget(
-                    maxCount: action.keptCount(of: state.core.count),
-                    maxCost: .max,
-                    reason: .memoryPressure
-                )
-                state.core.trim(to: target, protecting: -1, removals: &removals)
-                state.core._debugCheckInvariants()
-                return (removals, removals.isEmpty ? nil : state.removalHandler)
-            }
-            Self._report(removals, to: handler)
-        }
+        _handleMemoryPressure(_withState { $0.memoryPressureAction })
     }
 
     /// A snapshot of the entries in eviction order, next victim first.

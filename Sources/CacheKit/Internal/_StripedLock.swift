@@ -69,16 +69,21 @@ final class _StripedLock: @unchecked Sendable {
         stripeMask = count - 1
     }
 
+    /// The calling thread's handle as a number (never 0).
+    @inlinable
+    static var currentThread: UInt {
+        #if canImport(Darwin)
+        UInt(bitPattern: pthread_self())
+        #else
+        UInt(pthread_self())
+        #endif
+    }
+
     /// The stripe of the calling thread.
     @inlinable
     var currentStripe: Stripe {
-        #if canImport(Darwin)
-        let id = UInt(bitPattern: pthread_self())
-        #else
-        let id = UInt(pthread_self())
-        #endif
         // Thread handles are aligned addresses: mix the bits before masking.
-        let mixed = (id &* 0x9E37_79B9_7F4A_7C15) >> 32
+        let mixed = (Self.currentThread &* 0x9E37_79B9_7F4A_7C15) >> 32
         return stripes[Int(mixed) & stripeMask]
     }
 

@@ -38,8 +38,7 @@ extension Cache where Key: Sendable, Value: Sendable {
 
 extension _StateHost {
     /// ``handleMemoryPressure()`` with a given action instead of the cache's own.
-    // The same steps as `_handleMemoryPressure()` in `_StateHost.swift`, which reads the action
-    // from the state; that one could call this.
+    @usableFromInline
     func _handleMemoryPressure(_ action: MemoryPressureAction) {
         let veto = _withState { $0.evictionVeto }
         if let veto {

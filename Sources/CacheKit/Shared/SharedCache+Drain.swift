@@ -1,5 +1,13 @@
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 // How a `SharedCache` reaches its state: shared for reads, exclusive for drains, which apply the
 // queued writes in issue order and hand their removals to the outbox before unlocking.
 
@@ -7,7 +15,7 @@ extension SharedCache {
     /// Runs `body` holding the lock shared, after applying any write issued before this call.
     @inlinable
     func _reading<R>(_ body: (borrowing _CacheState<Key, Value>, _StripedLock.Stripe, Int64) -> R) -> R {
-        if _pendingCount.load(ordering: .sequentiallyConsistent) > 0 { flush() }
+        if _pendingCount.load(ordering: .sequentiallyConsistent) > 0 { _drain() }
         let now = _timekeeper.now()
         let stripe = _lock.lockShared()
         defer { _lock.unlockShared(stripe) }
@@ -41,6 +49,10 @@ extension SharedCache {
         return result
     }
 
+    /// Applies the queued writes (and delivers their removals, unless another thread is).
+    @usableFromInline
+    func _drain() { _exclusive { _, _ in } }
+
     /// Queues `write` and makes sure a drain will apply it.
     @usableFromInline
     func _enqueue(_ write: _SharedWrite<Key, Value>) {
@@ -51,7 +63,7 @@ extension SharedCache {
             pending.drainScheduled = true
             return true
         }
-        if schedule { drainQueue.async { [weak self] in self?.flush() } }
+        if schedule { drainQueue.async { [weak self] in self?._drain() } }
     }
 
     /// Makes sure a drain will run soon (a read buffer is full).
@@ -62,7 +74,7 @@ extension SharedCache {
             pending.drainScheduled = true
             return true
         }
-        if schedule { drainQueue.async { [weak self] in self?.flush() } }
+        if schedule { drainQueue.async { [weak self] in self?._drain() } }
     }
 
     /// Tells the policy about the reads the stripes buffered, skipping slots whose entry changed.
@@ -172,10 +184,23 @@ extension SharedCache {
     /// Delivers posted removals to the handler, in order, one deliverer at a time, unlocked. A
     /// thread that finds another delivering leaves its removals to it.
     func deliverRemovals() {
-        var batch = outbox.withLock { $0.takeBatch(starting: true) }
+        let me = _StripedLock.currentThread
+        var batch = outbox.withLock { $0.takeBatch(by: me, starting: true) }
         while let (handler, removals) = batch {
             for removal in removals { handler(removal) }
-            batch = outbox.withLock { $0.takeBatch(starting: false) }
+            batch = outbox.withLock { $0.takeBatch(by: me, starting: false) }
+        }
+    }
+
+    /// Waits until the handler has heard every removal posted so far, delivering them itself if
+    /// no one is. Returns at once on the thread that is delivering (a handler calling `flush()`).
+    func awaitDeliveries() {
+        let me = _StripedLock.currentThread
+        let target = outbox.withLock { $0.posted }
+        while true {
+            let (done, idle) = outbox.withLock { ($0.delivered >= target || $0.deliverer == me, $0.deliverer == 0) }
+            if done { return }
+            if idle { deliverRemovals() } else { sched_yield() }
         }
     }
 
@@ -194,31 +219,47 @@ extension SharedCache {
     }
 }
 
-/// Removals waiting for the removal handler, and whether a thread is delivering them.
+/// Removals waiting for the removal handler, and who is delivering them. `posted` and
+/// `delivered` count removals, so `flush()` can wait for those posted before it.
 struct _Outbox<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     var handler: (@Sendable (CacheRemoval<Key, Value>) -> Void)?
     var queue: [CacheRemoval<Key, Value>] = []
-    var delivering = false
+    /// The delivering thread (`_StripedLock.currentThread`), or 0.
+    var deliverer: UInt = 0
+    var posted: UInt64 = 0
+    var delivered: UInt64 = 0
+    /// Removals handed to the deliverer and not yet counted as delivered.
+    var inFlight: UInt64 = 0
 
     /// Queues `removals` if anyone listens; returns whether the caller should deliver.
     mutating func post(_ removals: [CacheRemoval<Key, Value>]) -> Bool {
         guard handler != nil else { return false }
         queue.append(contentsOf: removals)
-        return !delivering
+        posted += UInt64(removals.count)
+        return deliverer == 0
     }
 
     /// The next removals to deliver and the handler, or `nil` (then the caller stops delivering).
-    /// `starting`: the caller is not yet the deliverer and becomes it only if no one else is.
+    /// `starting`: the caller is not yet the deliverer and becomes it only if no one else is;
+    /// otherwise the previous batch has been delivered.
     mutating func takeBatch(
+        by thread: UInt,
         starting: Bool
     ) -> ((@Sendable (CacheRemoval<Key, Value>) -> Void), [CacheRemoval<Key, Value>])? {
-        if starting && delivering { return nil }
+        if starting {
+            if deliverer != 0 { return nil }
+        } else {
+            delivered += inFlight
+            inFlight = 0
+        }
         guard let handler, !queue.isEmpty else {
-            if !starting { delivering = false }
+            deliverer = 0
+            delivered += UInt64(queue.count)  // nobody listens any more: nothing to wait for
             queue = []
             return nil
         }
-        delivering = true
+        deliverer = thread
+        inFlight = UInt64(queue.count)
         defer { queue = [] }
         return (handler, queue)
     }

@@ -62,3 +62,41 @@ extension SharedCache {
         flush()
     }
 }
+
+extension SharedCache: _MemoryPressureResponder {
+    func _respondToMemoryPressure(_ action: MemoryPressureAction?) {
+        if let action {
+            handleMemoryPressure(action)
+        } else if evictionDecider != nil {
+            purgeEvictableItems()
+            flush()
+        } else {
+            handleMemoryPressure(.removeAll)
+        }
+    }
+
+    /// Frees memory each time `monitor` reports pressure rising to `level` or higher: YMCache's
+    /// "automatic eviction on low memory".
+    ///
+    /// ```swift
+    /// let monitor = try MemoryPressureMonitor.system()
+    /// stories.respond(to: monitor)                              // run the eviction decider
+    /// stories.respond(to: monitor, at: .critical, with: .removeAll)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - monitor: The monitor to listen to.
+    ///   - level: The level from which to act: `.warning` (the default) or `.critical`.
+    ///   - action: `.removeAll` or `.trim(toFraction:)` (reason ``RemovalReason/memoryPressure``);
+    ///     `nil` (the default) purges what the ``evictionDecider`` selects (reason
+    ///     ``RemovalReason/purged``), or removes everything when the cache has no decider.
+    ///     Runs on the monitor's task; the subscription holds the cache weakly and ends with it.
+    @discardableResult
+    public func respond(
+        to monitor: MemoryPressureMonitor,
+        at level: MemoryPressureLevel = .warning,
+        with action: MemoryPressureAction? = nil
+    ) -> MemoryPressureSubscription {
+        _subscribe(to: monitor, at: level, with: action)
+    }
+}

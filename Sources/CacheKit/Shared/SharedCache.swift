@@ -67,6 +67,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     let drainQueue: DispatchQueue
     let background = _Locked(_BackgroundTasks())
     let subscribers = _Locked(_Subscribers<Key, Value>())
+    /// Memory-pressure subscriptions, cancelled when the cache goes.
+    let _triggers = _Triggers()
 
     /// The name given at creation (YMCache names its caches); used in notifications and logs.
     public let name: String
@@ -125,6 +127,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     deinit {
         background.withLock { $0.cancelAll() }
+        _triggers.cancelAll()
         subscribers.withLock { $0.finishAll() }
         _state.deinitialize(count: 1)
         _state.deallocate()
@@ -313,10 +316,13 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// Removes the entries that have expired, now.
     public func removeExpired() { _exclusive { _, _ in } }
 
-    /// Applies every write issued before this call, on the calling thread, and delivers the
-    /// removals they caused to the removal handler (unless another thread is delivering earlier
-    /// ones: then it delivers these too).
-    public func flush() { _exclusive { _, _ in } }
+    /// Applies every write issued before this call, on the calling thread, and returns once the
+    /// removal handler has heard every removal they caused (called from the handler itself, it
+    /// does not wait for the delivery in progress).
+    public func flush() {
+        _exclusive { _, _ in }
+        awaitDeliveries()
+    }
 
     /// ``flush()`` for async contexts: applies the queued writes without blocking a task for
     /// longer than the drain itself.
