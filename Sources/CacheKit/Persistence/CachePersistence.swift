@@ -107,10 +107,14 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
     /// was, the file is not touched, and saves are refused until
     /// ``allowOverwritingUnreadableFile()`` or a successful load.
     ///
+    /// It also removes the temporary files that processes killed while saving left beside the
+    /// file (never the file itself).
+    ///
     /// - Returns: The number of entries in the file.
     /// - Throws: ``CachePersistenceError``, saying what is wrong and where.
     @discardableResult
     public func load() throws(CachePersistenceError) -> Int {
+        _CacheFile.removeStaleTemporaries(beside: path)
         let entries: [PersistedEntry<C.Key, C.Value>]
         do throws(CachePersistenceError) {
             guard let bytes = try _CacheFile.read(path: path) else {

@@ -127,9 +127,7 @@ enum _CacheFile {
         tag: UInt64,
         permissions: Int
     ) throws(CachePersistenceError) -> String {
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(getpid())-\(tag).tmp").path
+        let temporary = temporaryPath(beside: path, tag: tag)
         let mode = mode_t(permissions)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw .ioFailure(path: temporary, operation: "open", errno: errno) }
@@ -175,6 +173,33 @@ enum _CacheFile {
     }
 
     static func remove(_ path: String) { unlink(path) }
+
+    /// The name of a save's temporary file: hidden, beside the file, tagged with the process and
+    /// the save's number.
+    static func temporaryPath(beside path: String, tag: UInt64) -> String {
+        let url = URL(fileURLWithPath: path)
+        return url.deletingLastPathComponent().appendingPathComponent(
+            ".\(url.lastPathComponent).\(getpid())-\(tag).tmp"
+        )
+        .path
+    }
+
+    /// Removes the temporary files beside `path` that processes which no longer run left behind
+    /// (killed while saving). Those of running processes, this one included, may be saves in
+    /// flight and stay.
+    static func removeStaleTemporaries(beside path: String) {
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent()
+        let prefix = ".\(url.lastPathComponent)."
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
+            let tag = name.dropFirst(prefix.count).dropLast(4)  // "<pid>-<save number>"
+            guard let dash = tag.firstIndex(of: "-"), let pid = pid_t(tag[..<dash]), pid > 0,
+                UInt64(tag[tag.index(after: dash)...]) != nil, pid != getpid()
+            else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH { unlink(directory.appendingPathComponent(name).path) }
+        }
+    }
 }
 
 /// `read(2)`, which the static `read` functions above would otherwise shadow.
