@@ -213,6 +213,57 @@ struct PersistenceTests {
         #expect(field == "[0].value")
     }
 
+    @Test("a serializer that fails to encode leaves the previous file in place")
+    func unencodable() throws {
+        struct Refusal: Error {}
+        let directory = try Directory()
+        let url = directory.file()
+        let cache = makeFilledCache()
+        let serializer = CacheSerializer<String, Int>.custom(
+            identifier: "picky",
+            encode: { entries in
+                if entries.contains(where: { $0.key == "bad" }) { throw Refusal() }
+                return try encodeTSV(entries)
+            },
+            decode: decodeTSV
+        )
+        let persistence = CachePersistence(cache: cache, fileURL: url, serializer: serializer)
+        try persistence.save()
+        let before = try Data(contentsOf: url)
+        cache["bad"] = 0
+        #expect {
+            try persistence.save()
+        } throws: { error in
+            guard case .unencodable(let path, _) = error as? CachePersistenceError else { return false }
+            return path == url.path
+        }
+        #expect(try Data(contentsOf: url) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
+    }
+
+    @Test("concurrent saves all succeed and leave one complete file and no temporary files")
+    func concurrentSaves() async throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let cache = Cache<Int, Int>(policy: .lru)
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<4 {
+                group.addTask {
+                    for round in 0..<15 {
+                        cache[task * 100 + round] = round
+                        #expect(throws: Never.self) { try persistence.save() }
+                    }
+                }
+            }
+        }
+        try persistence.save()
+        let restored = Cache<Int, Int>(policy: .lru)
+        #expect(try CachePersistence(cache: restored, fileURL: url).load() == 60)
+        #expect(restored.persistableEntries() == cache.persistableEntries())
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
+    }
+
     @Test("the saved file gets the requested permissions, whatever the umask")
     func permissions() throws {
         let directory = try Directory()
@@ -384,6 +435,7 @@ struct PersistenceTests {
         var generator = SystemRandomNumberGenerator()
         var previous = -1
         var advanced = 0
+        var interruptedWrites = 0
         let start = ContinuousClock.now
         for run in 0..<100 {
             let process = Process()
@@ -407,8 +459,12 @@ struct PersistenceTests {
             process.waitUntilExit()
             #expect(process.terminationReason == .uncaughtSignal)
 
+            let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+            if names.contains(where: { $0.hasSuffix(".tmp") }) { interruptedWrites += 1 }
             let cache = Cache<Int, Int>(policy: .lru)
             let loaded = try CachePersistence(cache: cache, fileURL: url).load()
+            // The load removed what the killed process left behind.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
             let entries = cache.persistableEntries()
             #expect(loaded == count)
             let snapshot = (entries.first?.value ?? -1_000_003) / 1_000_003
@@ -420,6 +476,8 @@ struct PersistenceTests {
         }
         // Most runs saved more than once before the kill, so kills landed inside the save loop.
         #expect(advanced > 0)
+        // Some kills landed while a temporary file was being written (typically about half).
+        #expect(interruptedWrites > 0)
         #expect(ContinuousClock.now - start < .seconds(60))
     }
 }
