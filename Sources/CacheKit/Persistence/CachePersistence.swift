@@ -93,7 +93,14 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
     /// autosave or crash; `nil` (the default) ignores them.
     public var onError: (@Sendable (CachePersistenceError) -> Void)? {
         get { state.withLock { $0.onError } }
-        set { state.withLock { $0.onError = newValue } }
+        set {
+            // The old closure is released after the lock (releasing it may run a `deinit`).
+            let old = state.withLock { state in
+                defer { state.onError = newValue }
+                return state.onError
+            }
+            _ = old
+        }
     }
 
     /// The error of the last ``load()``, while it keeps saves from overwriting the file; `nil`
