@@ -407,6 +407,28 @@ struct PersistenceTests {
         #expect(crc32(Array("123456789".utf8)) == 0xCBF4_3926)
     }
 
+    struct Quote: Codable, Sendable, Equatable {
+        var symbol: String
+        var price: Double
+    }
+
+    @Test("the README's persistence sample does what it says")
+    func readmeSample() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let cache = Cache<String, Quote>(countLimit: 10_000, policy: .lru)
+        cache["YHOO"] = Quote(symbol: "YHOO", price: 42.5)
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        try persistence.load()
+        persistence.onError = { error in Issue.record("\(error)") }
+        persistence.startAutosave(every: .seconds(30))
+        try persistence.close()
+        #expect(!persistence.isAutosaving)
+        let restored = Cache<String, Quote>(countLimit: 10_000, policy: .lru)
+        #expect(try CachePersistence(cache: restored, fileURL: url).load() == 1)
+        #expect(restored["YHOO"] == Quote(symbol: "YHOO", price: 42.5))
+    }
+
     // MARK: Crash test
 
     /// The crash helper, built next to the test bundle (the test target depends on it).
