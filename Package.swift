@@ -48,9 +48,15 @@ let package = Package(
             name: "cachekit",
             dependencies: ["CacheKit", "CacheKitSimulator"]
         ),
+        // Saves a cache in a loop until killed: the persistence crash test runs it (not a product).
+        .executableTarget(
+            name: "CacheKitCrashHelper",
+            dependencies: ["CacheKit"]
+        ),
         .testTarget(
             name: "CacheKitTests",
-            dependencies: ["CacheKit"]
+            // The crash helper is a dependency only so that SwiftPM builds it before the tests.
+            dependencies: ["CacheKit", "CacheKitCrashHelper"]
         ),
         .testTarget(
             name: "CacheKitSimulatorTests",

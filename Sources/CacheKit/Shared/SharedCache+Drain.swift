@@ -127,6 +127,10 @@ extension SharedCache {
             for (key, value) in entries {
                 store(value, forKey: key, cost: 0, timeToLive: nil, now: now, removals: &removals)
             }
+        case .restore(let entries, let now):
+            for (key, value, cost) in entries where _state.pointee.core.slot(of: key) < 0 {
+                store(value, forKey: key, cost: cost, timeToLive: nil, now: now, removals: &removals)
+            }
         case .remove(let keys):
             var removed = _Removals<Key, Value>()
             for key in keys {

@@ -224,18 +224,16 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         }
     }
 
-    /// The entries in eviction order, next victim first (as of the last drain: reads buffered
-    /// since then are not yet in the order).
+    /// The entries in eviction order, next victim first. Takes the lock exclusively, so that the
+    /// reads the stripes buffered are in the order first.
     ///
     /// - Complexity: O(*n*).
     public var entries: [(key: Key, value: Value)] {
-        _reading { state, _, now in
+        _exclusive { state, _ in
             var result: [(key: Key, value: Value)] = []
             result.reserveCapacity(state.core.count)
             state.core.forEachSlotInEvictionOrder { slot in
-                if !state.core._isExpired(slot, now: now) {
-                    result.append((state.core.entries[Int(slot)].key, state.core.entries[Int(slot)].value))
-                }
+                result.append((state.core.entries[Int(slot)].key, state.core.entries[Int(slot)].value))
                 return true
             }
             return result

@@ -5,6 +5,8 @@ enum _SharedWrite<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// `now` is the time the write was issued (for its time to live), or -1.
     case set(Key, Value, cost: Int, timeToLive: Int64?, now: Int64)
     case merge([(key: Key, value: Value)], now: Int64)
+    /// Stores each entry whose key has none (a restore from a file: memory is newer).
+    case restore([(key: Key, value: Value, cost: Int)], now: Int64)
     case remove([Key])
     case removeAll(RemovalReason)
     /// Removes each entry that still holds the version the decider saw.

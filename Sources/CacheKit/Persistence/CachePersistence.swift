@@ -1,0 +1,261 @@
+import Foundation
+
+/// Saves a cache's entries to a file and loads them back: YMCache's persistence manager.
+///
+/// ```swift
+/// let cache = Cache<String, Quote>(countLimit: 10_000, policy: .lru)
+/// let persistence = CachePersistence(cache: cache, fileURL: url)   // JSON, mode 0o600
+/// try persistence.load()                                           // a missing file loads nothing
+/// persistence.onError = { print("autosave failed: \($0)") }
+/// persistence.startAutosave(every: .seconds(30))
+/// // …
+/// try persistence.close()                                          // stops autosave, saves once more
+/// ```
+///
+/// ## What is saved
+/// The live entries with their costs, in eviction order (next victim first); expired entries are
+/// left out. Loading writes them back in that order, so an LRU or FIFO cache has the same next
+/// victim after a restart. Restored entries start the cache's ``Cache/expiration`` afresh, as if
+/// written at load time: the file holds no deadlines, and a per-entry `expiresAfter` is not kept.
+///
+/// ## Safety of the file
+/// A save writes a temporary file in the same directory, flushes it (`fsync`), renames it over
+/// the file and flushes the directory: after a crash or power loss the file holds the previous
+/// save or the new one, never a mix. The header carries a format identifier, a version, the
+/// serializer's identifier, the payload length and a CRC32, so a truncated, corrupted, foreign,
+/// newer-version or other-serializer file is reported as a ``CachePersistenceError`` rather than
+/// misread. After such a failed load the file is left as it is, the cache keeps working, and
+/// every save (manual, autosave or ``close()``) is refused with
+/// ``CachePersistenceError/saveRefused(path:because:)`` until you call
+/// ``allowOverwritingUnreadableFile()`` or a later ``load()`` succeeds.
+///
+/// ## Threads
+/// All methods may be called from any thread. Concurrent saves each write a complete file; one
+/// that finishes after a newer save already replaced the file is dropped. No callback
+/// (``onError``, the serializer, the cache's handlers) runs while this object holds its lock.
+public final class CachePersistence<C: PersistableCache & Sendable>: Sendable where C.Key: Sendable, C.Value: Sendable {
+    /// The cache this object saves and loads.
+    public let cache: C
+    /// The file it saves to and loads from.
+    public let fileURL: URL
+    /// How entries become bytes.
+    public let serializer: CacheSerializer<C.Key, C.Value>
+    /// The POSIX mode a saved file gets (for example `0o600`, the default: owner read and write).
+    public let filePermissions: Int
+
+    private struct State: Sendable {
+        /// Why the last load failed, while saves are refused because of it.
+        var unreadable: CachePersistenceError?
+        var autosave: Task<Void, Never>?
+        var onError: (@Sendable (CachePersistenceError) -> Void)?
+        /// The number the next save gets, and the number of the save whose file is in place.
+        var nextSave: UInt64 = 1
+        var savedInPlace: UInt64 = 0
+    }
+
+    private let state = _Locked(State())
+
+    /// Creates a persistence for `cache`. Nothing is read or written until you call ``load()``,
+    /// ``save()``, ``startAutosave(every:clock:)`` or ``close()``.
+    ///
+    /// - Parameters:
+    ///   - cache: The cache to save and load.
+    ///   - fileURL: A file URL; its directory must exist.
+    ///   - serializer: How entries become bytes: ``CacheSerializer/json`` (the default),
+    ///     ``CacheSerializer/propertyList`` or ``CacheSerializer/custom(identifier:encode:decode:)``.
+    ///   - filePermissions: The POSIX mode of the saved file, applied whatever the umask.
+    ///     Defaults to `0o600`.
+    /// - Precondition: `fileURL` is a file URL; `filePermissions` is within `0...0o7777`.
+    public init(
+        cache: C,
+        fileURL: URL,
+        serializer: CacheSerializer<C.Key, C.Value> = .json,
+        filePermissions: Int = 0o600
+    ) {
+        precondition(fileURL.isFileURL, "CachePersistence needs a file URL (got \(fileURL))")
+        precondition(
+            (0...0o7777).contains(filePermissions),
+            "filePermissions must be a POSIX mode in 0...0o7777 (got \(String(filePermissions, radix: 8)))"
+        )
+        self.cache = cache
+        self.fileURL = fileURL
+        self.serializer = serializer
+        self.filePermissions = filePermissions
+    }
+
+    deinit {
+        state.withLock { $0.autosave }?.cancel()
+    }
+
+    private var path: String { fileURL.path }
+
+    /// Called with each error of an autosave, on the autosave's task. Errors never stop the
+    /// autosave or crash; `nil` (the default) ignores them.
+    public var onError: (@Sendable (CachePersistenceError) -> Void)? {
+        get { state.withLock { $0.onError } }
+        set {
+            // The old closure is released after the lock (releasing it may run a `deinit`).
+            let old = state.withLock { state in
+                defer { state.onError = newValue }
+                return state.onError
+            }
+            _ = old
+        }
+    }
+
+    /// The error of the last ``load()``, while it keeps saves from overwriting the file; `nil`
+    /// when saves may proceed.
+    public var unreadableFileError: CachePersistenceError? { state.withLock { $0.unreadable } }
+
+    /// Reads the file and restores its entries into the cache (see ``PersistableCache/restore(_:)``).
+    ///
+    /// A missing file is an empty cache: nothing is restored and the result is 0. If the file
+    /// cannot be read or is not a valid cache file for this serializer, the cache is left as it
+    /// was, the file is not touched, and saves are refused until
+    /// ``allowOverwritingUnreadableFile()`` or a successful load.
+    ///
+    /// It also removes the temporary files that processes killed while saving left beside the
+    /// file (never the file itself).
+    ///
+    /// - Returns: The number of entries in the file.
+    /// - Throws: ``CachePersistenceError``, saying what is wrong and where.
+    @discardableResult
+    public func load() throws(CachePersistenceError) -> Int {
+        _CacheFile.removeStaleTemporaries(beside: path)
+        let entries: [PersistedEntry<C.Key, C.Value>]
+        do throws(CachePersistenceError) {
+            guard let bytes = try _CacheFile.read(path: path) else {
+                state.withLock { $0.unreadable = nil }
+                return 0
+            }
+            let payload = try _CacheFile.unwrap(bytes, path: path, identifier: serializer.identifier)
+            entries = try decode(payload)
+        } catch {
+            state.withLock { $0.unreadable = error }
+            throw error
+        }
+        state.withLock { $0.unreadable = nil }
+        cache.restore(entries)
+        return entries.count
+    }
+
+    private func decode(_ payload: Data) throws(CachePersistenceError) -> [PersistedEntry<C.Key, C.Value>] {
+        do {
+            return try serializer.decode(payload)
+        } catch let error as DecodingError {
+            let (field, reason) = Self.describe(error)
+            throw .undecodable(path: path, field: field, reason: reason)
+        } catch {
+            throw .undecodable(path: path, field: "", reason: "\(error)")
+        }
+    }
+
+    private static func describe(_ error: DecodingError) -> (field: String, reason: String) {
+        let context: DecodingError.Context
+        switch error {
+        case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c):
+            context = c
+        @unknown default:
+            return ("", "\(error)")
+        }
+        let field = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        return (field, context.debugDescription)
+    }
+
+    /// Lets the next save replace a file that the last ``load()`` could not read. The file stays
+    /// as it is until then; call this once you have kept or given up what it held.
+    public func allowOverwritingUnreadableFile() {
+        state.withLock { $0.unreadable = nil }
+    }
+
+    /// Writes the cache's live entries to the file, atomically, with ``filePermissions``.
+    ///
+    /// - Throws: ``CachePersistenceError/saveRefused(path:because:)`` after a failed ``load()``;
+    ///   ``CachePersistenceError/unencodable(path:reason:)`` or
+    ///   ``CachePersistenceError/ioFailure(path:operation:errno:)`` otherwise. A failed save
+    ///   leaves the previous file in place.
+    public func save() throws(CachePersistenceError) {
+        let number = try state.withLock { state -> Result<UInt64, CachePersistenceError> in
+            if let reason = state.unreadable { return .failure(.saveRefused(path: path, because: reason)) }
+            defer { state.nextSave += 1 }
+            return .success(state.nextSave)
+        }.get()
+        let entries = cache.persistableEntries()
+        let payload: Data
+        do {
+            payload = try serializer.encode(entries)
+        } catch {
+            throw .unencodable(path: path, reason: "\(error)")
+        }
+        let bytes = _CacheFile.wrap(payload, identifier: serializer.identifier)
+        let temporary = try _CacheFile.writeTemporary(bytes, beside: path, tag: number, permissions: filePermissions)
+        // The rename happens under the lock, so that a load failing meanwhile, or a newer save
+        // finishing first, is seen.
+        let result = state.withLock { state -> Result<Bool, CachePersistenceError> in
+            if let reason = state.unreadable { return .failure(.saveRefused(path: path, because: reason)) }
+            guard number > state.savedInPlace else { return .success(false) }
+            do throws(CachePersistenceError) {
+                try _CacheFile.replace(path, with: temporary)
+            } catch {
+                return .failure(error)
+            }
+            state.savedInPlace = number
+            return .success(true)
+        }
+        switch result {
+        case .success(true):
+            try _CacheFile.syncDirectory(of: path)
+        case .success(false):
+            _CacheFile.remove(temporary)  // a newer save is already in place
+        case .failure(let error):
+            _CacheFile.remove(temporary)
+            throw error
+        }
+    }
+
+    /// Saves every `interval` of `clock` until ``stopAutosave()``, ``close()`` or this object
+    /// goes away, replacing any autosave already running. Errors go to ``onError``.
+    ///
+    /// - Parameters:
+    ///   - interval: The time between saves.
+    ///   - clock: The clock `interval` is measured on. Tests pass a ``ManualClock``.
+    /// - Precondition: `interval` is positive.
+    public func startAutosave(every interval: Duration, clock: some Clock<Duration> = ContinuousClock()) {
+        precondition(interval > .zero, "the autosave interval must be positive (got \(interval))")
+        let sleep: @Sendable (Duration) async throws -> Void = { try await clock.sleep(for: $0) }
+        let task = _Timekeeper.repeating(every: interval, sleep: sleep) { [weak self] in
+            guard let self else { return false }
+            do throws(CachePersistenceError) {
+                try self.save()
+            } catch {
+                self.onError?(error)
+            }
+            return true
+        }
+        let old = state.withLock { state in
+            defer { state.autosave = task }
+            return state.autosave
+        }
+        old?.cancel()
+    }
+
+    /// Stops the autosave, if one runs. A save already under way finishes.
+    public func stopAutosave() {
+        let old = state.withLock { state in
+            defer { state.autosave = nil }
+            return state.autosave
+        }
+        old?.cancel()
+    }
+
+    /// Whether an autosave is running.
+    public var isAutosaving: Bool { state.withLock { $0.autosave != nil } }
+
+    /// Stops the autosave and saves one last time.
+    ///
+    /// - Throws: What ``save()`` throws; the autosave is stopped either way.
+    public func close() throws(CachePersistenceError) {
+        stopAutosave()
+        try save()
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+
+/// How ``CachePersistence`` turns a cache's entries into bytes and back.
+///
+/// ```swift
+/// CachePersistence(cache: cache, fileURL: url)                              // JSON
+/// CachePersistence(cache: cache, fileURL: url, serializer: .propertyList)   // binary property list
+/// CachePersistence(cache: cache, fileURL: url, serializer: .custom(identifier: "csv-v1", encode: toCSV, decode: fromCSV))
+/// ```
+///
+/// The serializer's ``identifier`` is written in the file's header. Loading a file written by
+/// another serializer fails with ``CachePersistenceError/serializerMismatch(path:found:expected:)``
+/// instead of handing foreign bytes to the decoder.
+public struct CacheSerializer<Key: Hashable, Value>: Sendable {
+    /// Names the format in the file header: at most 255 bytes of UTF-8.
+    public let identifier: String
+    /// Turns entries, next victim first, into the payload.
+    public let encode: @Sendable ([PersistedEntry<Key, Value>]) throws -> Data
+    /// Turns a payload back into entries, next victim first.
+    public let decode: @Sendable (Data) throws -> [PersistedEntry<Key, Value>]
+
+    /// A serializer made of your own closures: YMCache's "arbitrary model transformations".
+    ///
+    /// - Parameters:
+    ///   - identifier: Names the format in the file header (at most 255 bytes of UTF-8). Change it
+    ///     when the format changes, so that old files are reported rather than misread.
+    ///   - encode: Turns entries, next victim first, into bytes.
+    ///   - decode: Turns those bytes back into entries in the same order.
+    /// - Precondition: `identifier` is not empty and at most 255 bytes of UTF-8.
+    public static func custom(
+        identifier: String = "custom",
+        encode: @escaping @Sendable ([PersistedEntry<Key, Value>]) throws -> Data,
+        decode: @escaping @Sendable (Data) throws -> [PersistedEntry<Key, Value>]
+    ) -> CacheSerializer {
+        CacheSerializer(identifier: identifier, encode: encode, decode: decode)
+    }
+
+    init(
+        identifier: String,
+        encode: @escaping @Sendable ([PersistedEntry<Key, Value>]) throws -> Data,
+        decode: @escaping @Sendable (Data) throws -> [PersistedEntry<Key, Value>]
+    ) {
+        precondition(
+            !identifier.isEmpty && identifier.utf8.count <= 255,
+            "a serializer identifier needs 1 to 255 bytes of UTF-8 (got \(identifier.utf8.count))"
+        )
+        self.identifier = identifier
+        self.encode = encode
+        self.decode = decode
+    }
+}
+
+extension CacheSerializer where Key: Codable & Sendable, Value: Codable & Sendable {
+    /// JSON through `JSONEncoder` and `JSONDecoder` (identifier `"json"`): an array of
+    /// `{"key": …, "value": …, "cost": …}` objects, next victim first. The default.
+    public static var json: CacheSerializer {
+        CacheSerializer(
+            identifier: "json",
+            encode: { try JSONEncoder().encode($0) },
+            decode: { try JSONDecoder().decode([PersistedEntry<Key, Value>].self, from: $0) }
+        )
+    }
+
+    /// A binary property list through `PropertyListEncoder` and `PropertyListDecoder`
+    /// (identifier `"plist"`).
+    public static var propertyList: CacheSerializer {
+        CacheSerializer(
+            identifier: "plist",
+            encode: { entries in
+                let encoder = PropertyListEncoder()
+                encoder.outputFormat = .binary
+                return try encoder.encode(entries)
+            },
+            decode: { try PropertyListDecoder().decode([PersistedEntry<Key, Value>].self, from: $0) }
+        )
+    }
+}

@@ -1,0 +1,51 @@
+/// A cache whose contents ``CachePersistence`` can save to a file and load back.
+///
+/// An adopter hands out its live entries in eviction order with their costs, and takes them back
+/// in the same order. ``Cache`` adopts it when its keys and values are `Codable`;
+/// ``CachePersistence`` also needs the cache, its keys and its values to be `Sendable`. (Swift
+/// does not let a conditional conformance depend on `Sendable`, so the protocol cannot ask for
+/// it.)
+///
+/// ```swift
+/// let cache = Cache<String, Int>(countLimit: 100, policy: .lru)
+/// let persistence = CachePersistence(cache: cache, fileURL: url)
+/// try persistence.load()
+/// ```
+public protocol PersistableCache<Key, Value>: AnyObject {
+    /// The type of the cache's keys.
+    associatedtype Key: Hashable & Codable
+    /// The type of the cache's values.
+    associatedtype Value: Codable
+
+    /// A snapshot of the live (unexpired) entries in eviction order, next victim first, with
+    /// their costs.
+    func persistableEntries() -> [PersistedEntry<Key, Value>]
+
+    /// Inserts `entries` in the given order, so the first becomes the next victim (for policies
+    /// that order by insertion or recency). A key that already has an entry keeps its current
+    /// value: what is in memory is newer than the file.
+    func restore(_ entries: [PersistedEntry<Key, Value>])
+}
+
+/// One entry as it is saved: key, value and cost.
+public struct PersistedEntry<Key: Hashable, Value> {
+    /// The entry's key.
+    public var key: Key
+    /// The entry's value.
+    public var value: Value
+    /// The entry's cost (see ``Cache/setValue(_:forKey:cost:expiresAfter:)``).
+    public var cost: Int
+
+    /// Creates an entry.
+    public init(key: Key, value: Value, cost: Int = 0) {
+        self.key = key
+        self.value = value
+        self.cost = cost
+    }
+}
+
+extension PersistedEntry: Sendable where Key: Sendable, Value: Sendable {}
+
+extension PersistedEntry: Equatable where Value: Equatable {}
+
+extension PersistedEntry: Codable where Key: Codable, Value: Codable {}

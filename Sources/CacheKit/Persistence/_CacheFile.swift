@@ -1,0 +1,228 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The cache file format and the system calls that read and atomically replace it.
+///
+/// Layout (integers little-endian):
+///
+/// | offset    | size | field                                                      |
+/// |-----------|------|------------------------------------------------------------|
+/// | 0         | 8    | magic `89 43 4B 43 0D 0A 1A 0A` (`\x89CKC\r\n\x1A\n`)      |
+/// | 8         | 2    | format version (1)                                         |
+/// | 10        | 1    | serializer identifier length *n* (1–255)                   |
+/// | 11        | *n*  | serializer identifier, UTF-8                               |
+/// | 11 + *n*  | 8    | payload length *p*                                         |
+/// | 19 + *n*  | 4    | CRC32 (IEEE) of bytes 8 ..< 19 + *n* followed by the payload |
+/// | 23 + *n*  | *p*  | payload, as the serializer wrote it                        |
+enum _CacheFile {
+    static let magic: [UInt8] = [0x89, 0x43, 0x4B, 0x43, 0x0D, 0x0A, 0x1A, 0x0A]
+    static let version: UInt16 = 1
+
+    // MARK: Format
+
+    /// The file's bytes for `payload` written by the serializer named `identifier`.
+    static func wrap(_ payload: Data, identifier: String) -> [UInt8] {
+        let id = Array(identifier.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(23 + id.count + payload.count)
+        bytes += magic
+        append(version, to: &bytes)
+        bytes.append(UInt8(id.count))
+        bytes += id
+        append(UInt64(payload.count), to: &bytes)
+        var crc = _CRC32()
+        crc.update(bytes[8...])
+        payload.withUnsafeBytes { crc.update($0) }
+        append(crc.value, to: &bytes)
+        bytes += payload
+        return bytes
+    }
+
+    /// The payload of a file's bytes, after checking magic, version, lengths, checksum and
+    /// serializer, in that order.
+    static func unwrap(_ bytes: [UInt8], path: String, identifier: String) throws(CachePersistenceError) -> Data {
+        let size = bytes.count
+        let magicBytes = min(size, magic.count)
+        guard bytes[..<magicBytes].elementsEqual(magic[..<magicBytes]) else { throw .foreignFile(path: path) }
+        guard size >= 11 else { throw .truncated(path: path, expectedBytes: 11, actualBytes: size) }
+        let version = read(UInt16.self, from: bytes, at: 8)
+        guard version <= Self.version else {
+            throw .newerVersion(path: path, found: version, supported: Self.version)
+        }
+        guard version >= 1 else { throw .corrupted(path: path, offset: 8, reason: "format version 0") }
+        let idCount = Int(bytes[10])
+        guard idCount > 0 else { throw .corrupted(path: path, offset: 10, reason: "empty serializer identifier") }
+        let headerSize = 23 + idCount
+        guard size >= headerSize else { throw .truncated(path: path, expectedBytes: headerSize, actualBytes: size) }
+        let announced = read(UInt64.self, from: bytes, at: 11 + idCount)
+        guard announced <= UInt64(Int.max - headerSize) else {
+            throw .corrupted(path: path, offset: 11 + idCount, reason: "payload length \(announced) is impossible")
+        }
+        let expectedSize = headerSize + Int(announced)
+        guard size >= expectedSize else {
+            throw .truncated(path: path, expectedBytes: expectedSize, actualBytes: size)
+        }
+        guard size == expectedSize else {
+            throw .corrupted(
+                path: path,
+                offset: expectedSize,
+                reason: "\(size - expectedSize) bytes after the \(announced)-byte payload"
+            )
+        }
+        let stored = read(UInt32.self, from: bytes, at: 19 + idCount)
+        var crc = _CRC32()
+        crc.update(bytes[8..<(19 + idCount)])
+        crc.update(bytes[headerSize...])
+        guard crc.value == stored else { throw .checksumMismatch(path: path, stored: stored, computed: crc.value) }
+        guard let found = String(validating: bytes[11..<(11 + idCount)], as: UTF8.self) else {
+            throw .corrupted(path: path, offset: 11, reason: "serializer identifier is not UTF-8")
+        }
+        guard found == identifier else { throw .serializerMismatch(path: path, found: found, expected: identifier) }
+        return Data(bytes[headerSize...])
+    }
+
+    private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
+    }
+
+    private static func read<T: FixedWidthInteger>(_: T.Type, from bytes: [UInt8], at offset: Int) -> T {
+        var value: T = 0
+        for index in 0..<MemoryLayout<T>.size { value |= T(bytes[offset + index]) << (8 * index) }
+        return value
+    }
+
+    // MARK: System calls
+
+    /// The file's bytes, or `nil` if there is no file.
+    static func read(path: String) throws(CachePersistenceError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw .ioFailure(path: path, operation: "open", errno: errno)
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let got = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw .ioFailure(path: path, operation: "read", errno: errno)
+            }
+            if got == 0 { return bytes }
+            bytes += chunk[..<got]
+        }
+    }
+
+    /// Writes `bytes` to a new temporary file beside `path`, with mode `permissions`, and flushes
+    /// it to the disk. Returns the temporary file's path.
+    static func writeTemporary(
+        _ bytes: [UInt8],
+        beside path: String,
+        tag: UInt64,
+        permissions: Int
+    ) throws(CachePersistenceError) -> String {
+        let temporary = temporaryPath(beside: path, tag: tag)
+        let mode = mode_t(permissions)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw .ioFailure(path: temporary, operation: "open", errno: errno) }
+        var failure: CachePersistenceError?
+        if fchmod(fd, mode) != 0 {  // the umask may have cleared bits of `mode` in open
+            failure = .ioFailure(path: temporary, operation: "fchmod", errno: errno)
+        }
+        var written = 0
+        while failure == nil, written < bytes.count {
+            let result = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            if result < 0 {
+                if errno == EINTR { continue }
+                failure = .ioFailure(path: temporary, operation: "write", errno: errno)
+            } else {
+                written += result
+            }
+        }
+        if failure == nil, fsync(fd) != 0 { failure = .ioFailure(path: temporary, operation: "fsync", errno: errno) }
+        if close(fd) != 0, failure == nil { failure = .ioFailure(path: temporary, operation: "close", errno: errno) }
+        if let failure {
+            unlink(temporary)
+            throw failure
+        }
+        return temporary
+    }
+
+    /// Renames `temporary` over `path` (atomic: a reader sees the old file or the new one).
+    static func replace(_ path: String, with temporary: String) throws(CachePersistenceError) {
+        guard rename(temporary, path) == 0 else {
+            let error = CachePersistenceError.ioFailure(path: path, operation: "rename", errno: errno)
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Flushes the directory holding `path`, so that a rename in it survives a power loss.
+    static func syncDirectory(of path: String) throws(CachePersistenceError) {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw .ioFailure(path: directory, operation: "open", errno: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw .ioFailure(path: directory, operation: "fsync", errno: errno) }
+    }
+
+    static func remove(_ path: String) { unlink(path) }
+
+    /// The name of a save's temporary file: hidden, beside the file, tagged with the process and
+    /// the save's number.
+    static func temporaryPath(beside path: String, tag: UInt64) -> String {
+        let url = URL(fileURLWithPath: path)
+        return url.deletingLastPathComponent().appendingPathComponent(
+            ".\(url.lastPathComponent).\(getpid())-\(tag).tmp"
+        )
+        .path
+    }
+
+    /// Removes the temporary files beside `path` that processes which no longer run left behind
+    /// (killed while saving). Those of running processes, this one included, may be saves in
+    /// flight and stay.
+    static func removeStaleTemporaries(beside path: String) {
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent()
+        let prefix = ".\(url.lastPathComponent)."
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
+            let tag = name.dropFirst(prefix.count).dropLast(4)  // "<pid>-<save number>"
+            guard let dash = tag.firstIndex(of: "-"), let pid = pid_t(tag[..<dash]), pid > 0,
+                UInt64(tag[tag.index(after: dash)...]) != nil, pid != getpid()
+            else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH { unlink(directory.appendingPathComponent(name).path) }
+        }
+    }
+}
+
+/// `read(2)`, which the static `read` functions above would otherwise shadow.
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(fd, buffer, count)
+}
+
+/// CRC-32 (IEEE 802.3, the polynomial zlib and PNG use), one table lookup per byte.
+struct _CRC32 {
+    private static let table: [UInt32] = (0..<256).map { index in
+        var crc = UInt32(index)
+        for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        return crc
+    }
+
+    private var state: UInt32 = 0xFFFF_FFFF
+
+    /// The checksum of everything passed to `update` so far.
+    var value: UInt32 { ~state }
+
+    mutating func update<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
+        Self.table.withUnsafeBufferPointer { table in
+            for byte in bytes { state = table[Int(UInt8(truncatingIfNeeded: state) ^ byte)] ^ (state >> 8) }
+        }
+    }
+}

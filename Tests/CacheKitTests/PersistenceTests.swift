@@ -1,0 +1,577 @@
+import CacheKit
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `CachePersistence`: round trips, the file format's error cases, permissions, expiry, autosave
+/// on a `ManualClock`, and a crash test that kills a saving process at random moments.
+@Suite("Persistence")
+struct PersistenceTests {
+    /// A fresh temporary directory, removed when the test ends.
+    final class Directory {
+        let url: URL
+
+        init() throws {
+            url = FileManager.default.temporaryDirectory
+                .appendingPathComponent("CacheKitPersistence-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+        }
+
+        deinit { try? FileManager.default.removeItem(at: url) }
+
+        func file(_ name: String = "cache.bin") -> URL { url.appendingPathComponent(name) }
+    }
+
+    /// The serializers under test, by name (the arguments of the parameterized tests).
+    enum SerializerKind: String, CaseIterable, CustomTestStringConvertible {
+        case json
+        case propertyList
+        case custom
+
+        var testDescription: String { rawValue }
+
+        var serializer: CacheSerializer<String, Int> {
+            switch self {
+            case .json: return .json
+            case .propertyList: return .propertyList
+            case .custom: return .custom(identifier: "tsv-v1", encode: encodeTSV, decode: decodeTSV)
+            }
+        }
+    }
+
+    /// A bounded LRU cache with costs and a known eviction order: c, a, d, b (next victim first).
+    func makeFilledCache() -> Cache<String, Int> {
+        let cache = Cache<String, Int>(countLimit: 4, policy: .lru)
+        cache.setValue(1, forKey: "a", cost: 10)
+        cache.setValue(2, forKey: "b", cost: 20)
+        cache.setValue(3, forKey: "c", cost: 30)
+        _ = cache["a"]
+        cache.setValue(4, forKey: "d", cost: 40)
+        _ = cache["b"]
+        return cache
+    }
+
+    @Test("round trip keeps entries, costs and eviction order", arguments: SerializerKind.allCases)
+    func roundTrip(kind: SerializerKind) throws {
+        let directory = try Directory()
+        let original = makeFilledCache()
+        #expect(original.keys == ["c", "a", "d", "b"])
+        try CachePersistence(cache: original, fileURL: directory.file(), serializer: kind.serializer).save()
+
+        let restored = Cache<String, Int>(countLimit: 4, policy: .lru)
+        let loaded = try CachePersistence(cache: restored, fileURL: directory.file(), serializer: kind.serializer)
+            .load()
+        #expect(loaded == 4)
+        #expect(restored.persistableEntries() == original.persistableEntries())
+        #expect(restored.keys == ["c", "a", "d", "b"])
+        #expect(restored.totalCost == 100)
+        // The same key is the next victim in both.
+        original["e"] = 5
+        restored["e"] = 5
+        #expect(!original.contains("c"))
+        #expect(!restored.contains("c"))
+        #expect(restored.keys == original.keys)
+        restored._checkInvariants()
+    }
+
+    @Test(
+        "a SharedCache round-trips through every serializer, eviction order included",
+        arguments: SerializerKind.allCases
+    )
+    func sharedCacheRoundTrip(kind: SerializerKind) throws {
+        let directory = try Directory()
+        let clock = ManualClock()
+        let original = SharedCache<String, Int>(countLimit: 4, policy: .lru, clock: clock)
+        original.setValue(1, forKey: "a", cost: 10)
+        original.setValue(2, forKey: "b", cost: 20)
+        original.setValue(3, forKey: "c", cost: 30)
+        original.setValue(4, forKey: "d", cost: 40, expiresAfter: .seconds(5))
+        _ = original["a"]
+        clock.advance(by: .seconds(5))  // "d" expires: it is not saved
+        try CachePersistence(cache: original, fileURL: directory.file(), serializer: kind.serializer).save()
+
+        let restored = SharedCache<String, Int>(countLimit: 4, policy: .lru)
+        restored["b"] = 99  // already in memory: kept over the file's value
+        let loaded = try CachePersistence(cache: restored, fileURL: directory.file(), serializer: kind.serializer)
+            .load()
+        #expect(loaded == 3)
+        #expect(restored.entries.map(\.key) == ["b", "c", "a"])
+        #expect(restored["b"] == 99 && restored.totalCost == 30 + 10)  // b keeps its value and cost 0
+        #expect(original.entries.map(\.key) == ["b", "c", "a"])
+        restored._checkInvariants()
+    }
+
+    @Test("a missing file loads as an empty cache, and a save creates it")
+    func missingFile() throws {
+        let directory = try Directory()
+        let cache = Cache<String, Int>()
+        let persistence = CachePersistence(cache: cache, fileURL: directory.file())
+        #expect(try persistence.load() == 0)
+        #expect(cache.count == 0)
+        #expect(persistence.unreadableFileError == nil)
+        cache["a"] = 1
+        try persistence.save()
+        #expect(FileManager.default.fileExists(atPath: directory.file().path))
+        let other = Cache<String, Int>()
+        #expect(try CachePersistence(cache: other, fileURL: directory.file()).load() == 1)
+        #expect(other["a"] == 1)
+    }
+
+    @Test("an empty cache round-trips")
+    func emptyCache() throws {
+        let directory = try Directory()
+        try CachePersistence(cache: Cache<String, Int>(), fileURL: directory.file()).save()
+        #expect(try CachePersistence(cache: Cache<String, Int>(), fileURL: directory.file()).load() == 0)
+    }
+
+    /// How a test spoils a good file, and which error it must then get.
+    enum Damage: String, CaseIterable, CustomTestStringConvertible {
+        case truncatedPayload
+        case truncatedHeader
+        case emptyFile
+        case corruptedByte
+        case trailingBytes
+        case foreignFile
+        case newerVersion
+        case wrongSerializer
+
+        var testDescription: String { rawValue }
+
+        func apply(to bytes: [UInt8]) -> [UInt8] {
+            switch self {
+            case .truncatedPayload: return Array(bytes.dropLast(3))
+            case .truncatedHeader: return Array(bytes.prefix(15))
+            case .emptyFile: return []
+            case .corruptedByte:
+                var bytes = bytes
+                bytes[bytes.count - 10] ^= 0x01
+                return bytes
+            case .trailingBytes: return bytes + [0]
+            case .foreignFile: return Array("{\"a\": 1}\n".utf8)
+            case .newerVersion:
+                var bytes = bytes
+                bytes[8] = 2
+                return bytes
+            case .wrongSerializer: return bytes  // written as JSON, read as a property list below
+            }
+        }
+
+        func matches(_ error: CachePersistenceError, size: Int) -> Bool {
+            switch (self, error) {
+            case (.truncatedPayload, .truncated(_, let expected, let actual)):
+                return expected == size && actual == size - 3
+            case (.truncatedHeader, .truncated(_, _, let actual)): return actual == 15
+            case (.emptyFile, .truncated(_, _, 0)): return true
+            case (.corruptedByte, .checksumMismatch): return true
+            case (.trailingBytes, .corrupted(_, let offset, _)): return offset == size
+            case (.foreignFile, .foreignFile): return true
+            case (.newerVersion, .newerVersion(_, 2, 1)): return true
+            case (.wrongSerializer, .serializerMismatch(_, "json", "plist")): return true
+            default: return false
+            }
+        }
+    }
+
+    @Test(
+        "an unreadable file gives a typed error, stays byte-identical, and is not overwritten until allowed",
+        arguments: Damage.allCases
+    )
+    func unreadableFile(damage: Damage) async throws {
+        let directory = try Directory()
+        let url = directory.file()
+        try CachePersistence(cache: makeFilledCache(), fileURL: url).save()
+        let good = try [UInt8](Data(contentsOf: url))
+        let damaged = damage.apply(to: good)
+        try Data(damaged).write(to: url)
+
+        let cache = Cache<String, Int>(countLimit: 4, policy: .lru)
+        let serializer: CacheSerializer<String, Int> = damage == .wrongSerializer ? .propertyList : .json
+        let persistence = CachePersistence(cache: cache, fileURL: url, serializer: serializer)
+        let failure = #expect(throws: CachePersistenceError.self) { try persistence.load() }
+        let error = try #require(failure)
+        #expect(damage.matches(error, size: good.count), "unexpected error: \(error)")
+        #expect(error.path == url.path)
+        #expect(error.description.hasPrefix(url.path))
+        #expect(persistence.unreadableFileError == error)
+        #expect(try [UInt8](Data(contentsOf: url)) == damaged)
+
+        // The cache still works.
+        #expect(cache.count == 0)
+        cache["x"] = 42
+        #expect(cache["x"] == 42)
+
+        // No save of any kind replaces the file.
+        #expect(throws: CachePersistenceError.saveRefused(path: url.path, because: error)) { try persistence.save() }
+        #expect(throws: CachePersistenceError.saveRefused(path: url.path, because: error)) { try persistence.close() }
+        let clock = ManualClock()
+        let reported = Locked<[CachePersistenceError]>([])
+        persistence.onError = { error in reported.mutate { $0.append(error) } }
+        persistence.startAutosave(every: .seconds(1), clock: clock)
+        try await waitUntil { clock.sleeperCount == 1 }
+        clock.advance(by: .seconds(1))
+        try await waitUntil { reported.value.count == 1 }
+        persistence.stopAutosave()
+        #expect(reported.value == [.saveRefused(path: url.path, because: error)])
+        #expect(try [UInt8](Data(contentsOf: url)) == damaged)
+
+        // Until the user says so.
+        persistence.allowOverwritingUnreadableFile()
+        #expect(persistence.unreadableFileError == nil)
+        try persistence.save()
+        let check = Cache<String, Int>()
+        #expect(try CachePersistence(cache: check, fileURL: url, serializer: serializer).load() == 1)
+        #expect(check["x"] == 42)
+    }
+
+    @Test("a payload the serializer cannot decode names the field")
+    func undecodable() throws {
+        let directory = try Directory()
+        try CachePersistence(cache: makeFilledCache(), fileURL: directory.file()).save()
+        // Same identifier ("json"), other value type: the checksum passes, decoding fails.
+        let persistence = CachePersistence(cache: Cache<String, [String]>(), fileURL: directory.file())
+        let failure = #expect(throws: CachePersistenceError.self) { try persistence.load() }
+        guard case .undecodable(_, let field, _) = try #require(failure) else {
+            Issue.record("expected .undecodable, got \(String(describing: failure))")
+            return
+        }
+        #expect(field == "[0].value")
+    }
+
+    @Test("a serializer that fails to encode leaves the previous file in place")
+    func unencodable() throws {
+        struct Refusal: Error {}
+        let directory = try Directory()
+        let url = directory.file()
+        let cache = makeFilledCache()
+        let serializer = CacheSerializer<String, Int>.custom(
+            identifier: "picky",
+            encode: { entries in
+                if entries.contains(where: { $0.key == "bad" }) { throw Refusal() }
+                return try encodeTSV(entries)
+            },
+            decode: decodeTSV
+        )
+        let persistence = CachePersistence(cache: cache, fileURL: url, serializer: serializer)
+        try persistence.save()
+        let before = try Data(contentsOf: url)
+        cache["bad"] = 0
+        #expect {
+            try persistence.save()
+        } throws: { error in
+            guard case .unencodable(let path, _) = error as? CachePersistenceError else { return false }
+            return path == url.path
+        }
+        #expect(try Data(contentsOf: url) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
+    }
+
+    @Test("concurrent saves all succeed and leave one complete file and no temporary files")
+    func concurrentSaves() async throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let cache = Cache<Int, Int>(policy: .lru)
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<4 {
+                group.addTask {
+                    for round in 0..<15 {
+                        cache[task * 100 + round] = round
+                        #expect(throws: Never.self) { try persistence.save() }
+                    }
+                }
+            }
+        }
+        try persistence.save()
+        let restored = Cache<Int, Int>(policy: .lru)
+        #expect(try CachePersistence(cache: restored, fileURL: url).load() == 60)
+        #expect(restored.persistableEntries() == cache.persistableEntries())
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
+    }
+
+    @Test("the saved file gets the requested permissions, whatever the umask")
+    func permissions() throws {
+        let directory = try Directory()
+        let old = umask(0o077)
+        defer { umask(old) }
+        for mode in [0o600, 0o640, 0o644] {
+            let url = directory.file("mode-\(String(mode, radix: 8))")
+            try CachePersistence(cache: makeFilledCache(), fileURL: url, filePermissions: mode).save()
+            let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+            #expect((attributes[.posixPermissions] as? Int) == mode)
+        }
+        // The default is owner read and write only.
+        let url = directory.file("default")
+        try CachePersistence(cache: makeFilledCache(), fileURL: url).save()
+        #expect((try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int) == 0o600)
+        // No temporary file is left behind.
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+        #expect(names.allSatisfy { !$0.hasSuffix(".tmp") })
+    }
+
+    @Test("expired entries are not saved; restored entries start a fresh time to live")
+    func expiry() throws {
+        let directory = try Directory()
+        let clock = ManualClock()
+        let cache = Cache<String, Int>(policy: .lru, expiration: .afterWrite(.seconds(10)), clock: clock)
+        cache["old"] = 1
+        clock.advance(by: .seconds(6))
+        cache["new"] = 2
+        clock.advance(by: .seconds(5))  // "old" expired at 10, "new" lives until 16
+        try CachePersistence(cache: cache, fileURL: directory.file()).save()
+
+        let restored = Cache<String, Int>(policy: .lru, expiration: .afterWrite(.seconds(10)), clock: clock)
+        #expect(try CachePersistence(cache: restored, fileURL: directory.file()).load() == 1)
+        #expect(restored.keys == ["new"])
+        clock.advance(by: .seconds(9))  // 20: past the original deadline, within the fresh one
+        #expect(restored["new"] == 2)
+        clock.advance(by: .seconds(1))  // 21: ten seconds after the load
+        #expect(restored["new"] == nil)
+    }
+
+    @Test("loading into a cache that has entries keeps its values and adds the others")
+    func loadIntoNonEmptyCache() throws {
+        let directory = try Directory()
+        try CachePersistence(cache: makeFilledCache(), fileURL: directory.file()).save()
+        let cache = Cache<String, Int>(policy: .lru)
+        cache["a"] = 100
+        try CachePersistence(cache: cache, fileURL: directory.file()).load()
+        #expect(cache["a"] == 100)
+        #expect(Set(cache.keys) == ["a", "b", "c", "d"])
+    }
+
+    @Test("autosave saves every interval of the clock and stops when told")
+    func autosave() async throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let clock = ManualClock()
+        let cache = Cache<String, Int>(policy: .lru)
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        let errors = Locked<[CachePersistenceError]>([])
+        persistence.onError = { error in errors.mutate { $0.append(error) } }
+        persistence.startAutosave(every: .seconds(30), clock: clock)
+        #expect(persistence.isAutosaving)
+        try await waitUntil { clock.sleeperCount == 1 }
+        cache["a"] = 1
+        clock.advance(by: .seconds(29))
+        #expect(!FileManager.default.fileExists(atPath: url.path))
+        clock.advance(by: .seconds(1))
+        // The autosave saved and went back to sleep.
+        try await waitUntil { clock.sleeperCount == 1 && FileManager.default.fileExists(atPath: url.path) }
+        #expect(try load(url) == ["a": 1])
+
+        cache["b"] = 2
+        clock.advance(by: .seconds(30))
+        try await waitUntil { clock.sleeperCount == 1 }
+        #expect(try load(url) == ["a": 1, "b": 2])
+
+        persistence.stopAutosave()
+        #expect(!persistence.isAutosaving)
+        try await waitUntil { clock.sleeperCount == 0 }
+        cache["c"] = 3
+        clock.advance(by: .seconds(60))
+        #expect(try load(url) == ["a": 1, "b": 2])
+        #expect(errors.value.isEmpty)
+    }
+
+    @Test("autosave reports errors to onError and keeps going")
+    func autosaveErrors() async throws {
+        let directory = try Directory()
+        let url = directory.url.appendingPathComponent("missing-directory/cache.bin")
+        let clock = ManualClock()
+        let persistence = CachePersistence(cache: Cache<String, Int>(), fileURL: url)
+        let errors = Locked<[CachePersistenceError]>([])
+        persistence.onError = { error in errors.mutate { $0.append(error) } }
+        persistence.startAutosave(every: .seconds(1), clock: clock)
+        for round in 1...2 {
+            try await waitUntil { clock.sleeperCount == 1 }
+            clock.advance(by: .seconds(1))
+            try await waitUntil { errors.value.count == round }
+        }
+        guard case .ioFailure(_, "open", ENOENT) = errors.value[0] else {
+            Issue.record("unexpected error: \(errors.value[0])")
+            return
+        }
+        persistence.stopAutosave()
+    }
+
+    @Test("close() stops the autosave and saves")
+    func close() async throws {
+        let directory = try Directory()
+        let clock = ManualClock()
+        let cache = makeFilledCache()
+        let persistence = CachePersistence(cache: cache, fileURL: directory.file(), serializer: .propertyList)
+        persistence.startAutosave(every: .seconds(60), clock: clock)
+        try await waitUntil { clock.sleeperCount == 1 }
+        try persistence.close()
+        #expect(!persistence.isAutosaving)
+        try await waitUntil { clock.sleeperCount == 0 }
+        let restored = Cache<String, Int>(countLimit: 4, policy: .lru)
+        try CachePersistence(cache: restored, fileURL: directory.file(), serializer: .propertyList).load()
+        #expect(restored.persistableEntries() == cache.persistableEntries())
+    }
+
+    @Test("the file format: magic, version, serializer, length and CRC32")
+    func fileFormat() throws {
+        let directory = try Directory()
+        let cache = Cache<String, Int>()
+        cache["a"] = 1
+        try CachePersistence(cache: cache, fileURL: directory.file()).save()
+        let bytes = try [UInt8](Data(contentsOf: directory.file()))
+        #expect(Array(bytes[0..<8]) == [0x89, 0x43, 0x4B, 0x43, 0x0D, 0x0A, 0x1A, 0x0A])
+        #expect(bytes[8] == 1 && bytes[9] == 0)
+        #expect(bytes[10] == 4 && Array(bytes[11..<15]) == Array("json".utf8))
+        let length = (0..<8).reduce(0) { $0 | Int(bytes[15 + $1]) << (8 * $1) }
+        #expect(length == bytes.count - 27)
+        let payload = Data(bytes[27...])
+        let entries = try JSONDecoder().decode([PersistedEntry<String, Int>].self, from: payload)
+        #expect(entries == [PersistedEntry(key: "a", value: 1, cost: 0)])
+        // The checksum is the standard CRC32 ("123456789" -> 0xCBF43926) of bytes 8..<19+n and the payload.
+        let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[23 + $1]) << (8 * UInt32($1)) }
+        #expect(stored == crc32(Array(bytes[8..<23]) + Array(bytes[27...])))
+        #expect(crc32(Array("123456789".utf8)) == 0xCBF4_3926)
+    }
+
+    struct Quote: Codable, Sendable, Equatable {
+        var symbol: String
+        var price: Double
+    }
+
+    @Test("the README's persistence sample does what it says")
+    func readmeSample() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let cache = Cache<String, Quote>(countLimit: 10_000, policy: .lru)
+        cache["YHOO"] = Quote(symbol: "YHOO", price: 42.5)
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        try persistence.load()
+        persistence.onError = { error in Issue.record("\(error)") }
+        persistence.startAutosave(every: .seconds(30))
+        try persistence.close()
+        #expect(!persistence.isAutosaving)
+        let restored = Cache<String, Quote>(countLimit: 10_000, policy: .lru)
+        #expect(try CachePersistence(cache: restored, fileURL: url).load() == 1)
+        #expect(restored["YHOO"] == Quote(symbol: "YHOO", price: 42.5))
+    }
+
+    // MARK: Crash test
+
+    /// The crash helper, built next to the test bundle (the test target depends on it).
+    static let crashHelper: URL? = {
+        var candidates: [URL] = []
+        if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
+        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        candidates.append(package.appendingPathComponent(".build/debug"))
+        return candidates.map { $0.appendingPathComponent("CacheKitCrashHelper") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    @Test(
+        "a process killed with SIGKILL while saving leaves the previous or the new snapshot, 100 times",
+        .enabled(if: crashHelper != nil, "CacheKitCrashHelper not found next to the test bundle; build it first"),
+        .timeLimit(.minutes(1))
+    )
+    func crash() throws {
+        let helper = try #require(Self.crashHelper)
+        let directory = try Directory()
+        let url = directory.file()
+        let count = 200
+        var generator = SystemRandomNumberGenerator()
+        var previous = -1
+        var advanced = 0
+        var interruptedWrites = 0
+        let start = ContinuousClock.now
+        for run in 0..<100 {
+            let process = Process()
+            process.executableURL = helper
+            process.arguments = [url.path, String(count)]
+            let output = Pipe()
+            let errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            // Wait for the first save, then kill at a random moment of the save loop.
+            let ready = output.fileHandleForReading.availableData
+            guard String(decoding: ready, as: UTF8.self).hasPrefix("ready") else {
+                process.waitUntilExit()
+                let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                Issue.record("run \(run): the helper failed before its first save: \(message)")
+                return
+            }
+            usleep(UInt32.random(in: 500...25_000, using: &generator))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal)
+
+            let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+            if names.contains(where: { $0.hasSuffix(".tmp") }) { interruptedWrites += 1 }
+            let cache = Cache<Int, Int>(policy: .lru)
+            let loaded = try CachePersistence(cache: cache, fileURL: url).load()
+            // The load removed what the killed process left behind.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
+            let entries = cache.persistableEntries()
+            #expect(loaded == count)
+            let snapshot = (entries.first?.value ?? -1_000_003) / 1_000_003
+            let expected = (0..<count).map { PersistedEntry(key: $0, value: snapshot * 1_000_003 + $0, cost: $0 % 5) }
+            #expect(entries == expected, "run \(run): not one complete snapshot")
+            #expect(snapshot > previous, "run \(run): snapshot \(snapshot) after \(previous)")
+            if snapshot > previous + 1 { advanced += 1 }
+            previous = snapshot
+        }
+        // Most runs saved more than once before the kill, so kills landed inside the save loop.
+        #expect(advanced > 0)
+        // Some kills landed while a temporary file was being written (typically about half).
+        #expect(interruptedWrites > 0)
+        #expect(ContinuousClock.now - start < .seconds(60))
+    }
+}
+
+// MARK: Helpers
+
+/// Waits (yielding, not sleeping) until `condition` holds; fails the test after 10 seconds.
+private func waitUntil(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("condition not met within 10 seconds", sourceLocation: sourceLocation)
+            throw CancellationError()
+        }
+        await Task.yield()
+    }
+}
+
+/// The entries saved at `url` (JSON), as a dictionary.
+private func load(_ url: URL) throws -> [String: Int] {
+    let cache = Cache<String, Int>()
+    try CachePersistence(cache: cache, fileURL: url).load()
+    return Dictionary(uniqueKeysWithValues: cache.entries.map { ($0.key, $0.value) })
+}
+
+/// A reference CRC32 (bit by bit), to check the file's checksum independently.
+private func crc32(_ bytes: [UInt8]) -> UInt32 {
+    var crc: UInt32 = 0xFFFF_FFFF
+    for byte in bytes {
+        crc ^= UInt32(byte)
+        for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+    }
+    return ~crc
+}
+
+/// The custom serializer's format: one `key<TAB>value<TAB>cost` line per entry.
+@Sendable private func encodeTSV(_ entries: [PersistedEntry<String, Int>]) throws -> Data {
+    Data(entries.map { "\($0.key)\t\($0.value)\t\($0.cost)\n" }.joined().utf8)
+}
+
+@Sendable private func decodeTSV(_ data: Data) throws -> [PersistedEntry<String, Int>] {
+    struct BadLine: Error {}
+    return try String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
+        let fields = line.split(separator: "\t")
+        guard fields.count == 3, let value = Int(fields[1]), let cost = Int(fields[2]) else { throw BadLine() }
+        return PersistedEntry(key: String(fields[0]), value: value, cost: cost)
+    }
+}
