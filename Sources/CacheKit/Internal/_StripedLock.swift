@@ -30,9 +30,10 @@ final class _StripedLock: @unchecked Sendable {
         @usableFromInline let readers = Atomic<Int>(0)
         @usableFromInline let hits = Atomic<Int>(0)
         @usableFromInline let misses = Atomic<Int>(0)
-        /// Guards `reads` and `readCount` among the readers of this stripe.
-        @usableFromInline let bufferBusy = Atomic<Bool>(false)
-        @usableFromInline var readCount = 0
+        /// Reads recorded since the last drain (may run past the capacity: those were dropped).
+        /// Each reader claims a distinct index with one fetch-add and writes only its own element;
+        /// the drainer reads them holding the lock exclusively, after every reader has left.
+        @usableFromInline let readCount = Atomic<Int>(0)
         @usableFromInline let reads: UnsafeMutablePointer<_SlotRead>
         // Keeps the next stripe's counters off this one's cache lines.
         private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
@@ -47,14 +48,10 @@ final class _StripedLock: @unchecked Sendable {
         /// when the buffer is full (the read is dropped, as Caffeine drops reads under load).
         @inlinable
         func record(_ slot: Int32, generation: UInt32) -> Bool {
-            guard
-                bufferBusy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
-            else { return true }  // another reader of this stripe is recording: drop this one
-            defer { bufferBusy.store(false, ordering: .releasing) }
-            guard readCount < _StripedLock.readBufferCapacity else { return false }
-            reads[readCount] = _SlotRead(slot: slot, generation: generation)
-            readCount += 1
-            return true
+            let index = readCount.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard index < _StripedLock.readBufferCapacity else { return false }
+            reads[index] = _SlotRead(slot: slot, generation: generation)
+            return index + 1 < _StripedLock.readBufferCapacity
         }
     }
 
@@ -116,6 +113,18 @@ final class _StripedLock: @unchecked Sendable {
         }
     }
 
+    /// Holds the lock exclusively if no writer holds or wants it; otherwise returns `false` at
+    /// once. (It still waits for the readers in flight, which are O(1).)
+    @inlinable
+    func tryLockExclusive() -> Bool {
+        guard writer.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
+        else { return false }
+        for stripe in stripes {
+            while stripe.readers.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
+        }
+        return true
+    }
+
     @inlinable
     func unlockExclusive() {
         writer.store(false, ordering: .releasing)
@@ -125,9 +134,11 @@ final class _StripedLock: @unchecked Sendable {
     /// Only while holding the lock exclusively.
     @inlinable
     func drainReads(_ body: (_SlotRead) -> Void) {
-        for stripe in stripes where stripe.readCount > 0 {
-            for i in 0..<stripe.readCount { body(stripe.reads[i]) }
-            stripe.readCount = 0
+        for stripe in stripes {
+            let count = Swift.min(stripe.readCount.load(ordering: .relaxed), Self.readBufferCapacity)
+            guard count > 0 else { continue }
+            for i in 0..<count { body(stripe.reads[i]) }
+            stripe.readCount.store(0, ordering: .relaxed)
         }
     }
 

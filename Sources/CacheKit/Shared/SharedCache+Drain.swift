@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -26,10 +27,22 @@ extension SharedCache {
     /// what expired and applying every queued write; then delivers the removals, unlocked.
     @usableFromInline
     func _exclusive<R>(_ body: (inout _CacheState<Key, Value>, Int64) -> R) -> R {
-        let now = _timekeeper.now()
         _lock.lockExclusive()
+        return _drainHoldingLock(body)
+    }
+
+    /// A drain by a reader whose read buffer filled, if no one else holds the lock: the replay
+    /// costs the reader O(64) once per 64 reads, and no thread waits for it.
+    @usableFromInline
+    func _maintain() {
+        guard _lock.tryLockExclusive() else { return }
+        _drainHoldingLock { _, _ in }
+    }
+
+    /// The work of `_exclusive` once the lock is held; releases it.
+    private func _drainHoldingLock<R>(_ body: (inout _CacheState<Key, Value>, Int64) -> R) -> R {
+        let now = _timekeeper.now()
         let writes = pending.withLock { pending in
-            pending.drainScheduled = false
             defer { pending.writes = [] }
             return pending.writes
         }
@@ -63,18 +76,18 @@ extension SharedCache {
             pending.drainScheduled = true
             return true
         }
-        if schedule { drainQueue.async { [weak self] in self?._drain() } }
+        if schedule { scheduleBackgroundDrain() }
     }
 
-    /// Makes sure a drain will run soon (a read buffer is full).
-    @usableFromInline
-    func _scheduleDrain() {
-        let schedule = pending.withLock { pending -> Bool in
-            if pending.drainScheduled { return false }
-            pending.drainScheduled = true
-            return true
+    /// Queues the background drain. Only it clears `drainScheduled`, so however many writes
+    /// arrive (and however many readers drain them first) there is at most one queued; it runs
+    /// half a millisecond later, so a burst of writes costs one dispatch.
+    private func scheduleBackgroundDrain() {
+        drainQueue.asyncAfter(deadline: DispatchTime.now() + DispatchTimeInterval.microseconds(500)) { [weak self] in
+            guard let self else { return }
+            pending.withLock { $0.drainScheduled = false }
+            _drain()
         }
-        if schedule { drainQueue.async { [weak self] in self?._drain() } }
     }
 
     /// Tells the policy about the reads the stripes buffered, skipping slots whose entry changed.

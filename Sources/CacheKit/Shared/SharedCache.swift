@@ -29,8 +29,9 @@ import Synchronization
 /// Unbounded by default (YMCache's behaviour). With a `countLimit` or `totalCostLimit` it evicts
 /// by any ``EvictionPolicy``. Readers cannot reorder the policy's lists while they share the lock,
 /// so each stripe buffers the slots its readers used (up to 64), and the next drain replays them
-/// before it applies writes, as Caffeine does. When a buffer is full the read is not recorded and
-/// a drain is scheduled: under heavy reading, recency is approximate. Eviction happens only in
+/// before it applies writes, as Caffeine does. The reader that fills a buffer replays it itself
+/// if no one holds the lock; otherwise that read goes unrecorded: under heavy contention, recency
+/// is approximate. Eviction happens only in
 /// writes, and every write first replays the buffered reads.
 ///
 /// ## Expiration
@@ -153,20 +154,21 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @inlinable
     public func value(forKey key: Key) -> Value? {
         if _exclusiveReads { return _exclusive { state, now in state.core.value(forKey: key, now: now) } }
-        return _reading { state, stripe, now in
+        let (value, bufferFull) = _reading { state, stripe, now -> (Value?, Bool) in
             let slot = state.core.slot(of: key)
             guard slot >= 0, !state.core._isExpired(slot, now: now) else {
                 if _recordsStatistics.load(ordering: .relaxed) { stripe.misses.wrappingAdd(1, ordering: .relaxed) }
-                return nil
+                return (nil, false)
             }
             if _recordsStatistics.load(ordering: .relaxed) { stripe.hits.wrappingAdd(1, ordering: .relaxed) }
-            if _tracksReads.load(ordering: .relaxed),
-                !stripe.record(slot, generation: state.core.generations.unsafelyUnwrapped[Int(slot)])
-            {
-                _scheduleDrain()
-            }
-            return state.core.entries[Int(slot)].value
+            let full =
+                _tracksReads.load(ordering: .relaxed)
+                && !stripe.record(slot, generation: state.core.generations.unsafelyUnwrapped[Int(slot)])
+            return (state.core.entries[Int(slot)].value, full)
         }
+        // A full buffer: replay it now if the lock is free (else the next writer does).
+        if bufferFull { _maintain() }
+        return value
     }
 
     /// The value for `key` without counting a request or telling the policy.
