@@ -106,7 +106,7 @@ struct CacheActivityMetricsTests {
         #expect(
             byReason == [
                 "evictedForCount": 2, "evictedForCost": 1, "expired": 1, "memoryPressure": 2,
-                "replaced": 0, "removed": 0, "removedAll": 0,
+                "replaced": 0, "removed": 0, "removedAll": 0, "purged": 0,
             ]
         )
         #expect(removals.allSatisfy { $0.dimensions.first! == ("cache", "reasons") })
