@@ -21,7 +21,7 @@ import Synchronization
 /// 3. A read that starts after a write was issued sees it: a reader that finds writes queued
 ///    applies them first. So a thread reads its own writes, and a reader that saw write *N* never
 ///    later sees a state before *N*.
-/// Bulk operations (``addEntries(from:)``, ``removeValues(forKeys:)``, ``removeAll()``,
+/// Bulk operations (`addEntries(from:)`, ``removeValues(forKeys:)``, ``removeAll()``,
 /// ``values(forKeys:)``, ``allItems()``) are single operations: no reader sees half of one.
 /// ``flush()`` applies every queued write before it returns.
 ///
