@@ -1,17 +1,7 @@
-/// What a cache's background sweep and expiration triggers call.
+/// What a cache's background sweep calls: erasing `Cache`'s generic parameters keeps the sweep's
+/// task free of its (possibly non-`Sendable`) key and value types.
 protocol _Sweepable: AnyObject {
     func removeExpired()
-    func expireAll()
-}
-
-/// A weak reference to a cache that may cross tasks: the background sweep holds its cache this
-/// way, so that it never keeps the cache alive.
-final class _WeakSweepable: @unchecked Sendable {
-    // Written once in `init`; reading a weak reference is thread-safe, and `removeExpired()`
-    // takes the cache's lock.
-    weak var object: (any _Sweepable)?
-
-    init(_ object: any _Sweepable) { self.object = object }
 }
 
 extension Cache: _Sweepable {}

@@ -101,9 +101,9 @@ public final class Cache<Key: Hashable, Value> {
     private func _startSweeping(every interval: Duration) -> Task<Void, Never> {
         // Held weakly and type-erased: the task must neither keep the cache alive nor capture
         // its generic parameters, which need not be Sendable.
-        let cache = _WeakSweepable(self)
+        let cache = _WeakBox<AnyObject>(self)
         return _Timekeeper.repeating(every: interval, sleep: _timekeeper.sleep) {
-            guard let strong = cache.object else { return false }
+            guard let strong = cache.object as? any _Sweepable else { return false }
             strong.removeExpired()
             return true
         }

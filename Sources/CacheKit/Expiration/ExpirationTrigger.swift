@@ -63,7 +63,7 @@ extension Cache where Key: Sendable, Value: Sendable {
     /// served.
     @discardableResult
     public func expireAll<Events: AsyncSequence & Sendable>(whenever events: Events) -> ExpirationTrigger {
-        let cache = _WeakSweepable(self)
+        let cache = _WeakBox(self)
         // The trigger, once made, and whether the sequence has ended (it may end before that).
         let ending = _Locked<(trigger: ExpirationTrigger?, ended: Bool)>((nil, false))
         let task = Task.detached {
@@ -102,7 +102,7 @@ extension Cache where Key: Sendable, Value: Sendable {
         object: Any? = nil,
         center: NotificationCenter = .default
     ) -> ExpirationTrigger {
-        let cache = _WeakSweepable(self)
+        let cache = _WeakBox(self)
         let token = center.addObserver(forName: name, object: object, queue: nil) { _ in
             cache.object?.expireAll()
         }

@@ -15,16 +15,6 @@ protocol _MemoryPressureResponder: AnyObject {
     var _triggers: _Triggers { get }
 }
 
-/// A weak reference to a responder that may cross tasks, so a subscription never keeps its cache
-/// alive.
-final class _WeakMemoryPressureResponder: @unchecked Sendable {
-    // Written once in `init`; reading a weak reference is thread-safe, and the caches that
-    // subscribe are `Sendable`.
-    weak var object: (any _MemoryPressureResponder)?
-
-    init(_ object: any _MemoryPressureResponder) { self.object = object }
-}
-
 extension _MemoryPressureResponder {
     /// Subscribes this cache to `monitor`: `action` runs on each rise to `level` or higher, until
     /// the subscription is cancelled or the cache is deinitialized.
@@ -35,7 +25,7 @@ extension _MemoryPressureResponder {
         at level: MemoryPressureLevel,
         with action: MemoryPressureAction?
     ) -> MemoryPressureSubscription {
-        let cache = _WeakMemoryPressureResponder(self)
+        let cache = _WeakBox(self)
         let subscription = monitor.subscribe(at: level) { _ in
             cache.object?._respondToMemoryPressure(action)
         }

@@ -296,11 +296,3 @@ struct _BackgroundTasks: Sendable {
         notification?.cancel()
     }
 }
-
-/// A weak reference that may cross tasks: background work holds its cache this way.
-final class _WeakBox<Object: AnyObject>: @unchecked Sendable {
-    // Written once in `init`; reading a weak reference is thread-safe.
-    weak var object: Object?
-
-    init(_ object: Object) { self.object = object }
-}
