@@ -25,9 +25,11 @@ extension _MemoryPressureResponder {
         at level: MemoryPressureLevel,
         with action: MemoryPressureAction?
     ) -> MemoryPressureSubscription {
-        let cache = _WeakBox(self)
+        // Held weakly and type-erased: the subscription must neither keep the cache alive nor
+        // capture the cache's type.
+        let cache = _WeakBox<AnyObject>(self)
         let subscription = monitor.subscribe(at: level) { _ in
-            cache.object?._respondToMemoryPressure(action)
+            (cache.object as? any _MemoryPressureResponder)?._respondToMemoryPressure(action)
         }
         _triggers.add(subscription._token)
         return subscription
