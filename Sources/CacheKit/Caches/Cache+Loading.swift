@@ -115,6 +115,20 @@ extension Cache where Key: Sendable, Value: Sendable {
         expiresAfter: Duration? = nil,
         loader: @escaping @Sendable (Key) async throws -> Value
     ) async throws -> Value {
+        try await _value(forKey: key, cost: { _ in cost }, admit: nil, expiresAfter: expiresAfter, loader: loader).value
+    }
+
+    /// ``value(forKey:cost:expiresAfter:loader:)`` with the cost taken from the loaded value and an
+    /// extra admission test (`admit`, beside the cache's insertion policy): what memoized functions
+    /// need, since their cost and insertion policy are per function and see only the result.
+    /// Also returns whether the value was a hit (a caller that waited for a load is a miss).
+    func _value(
+        forKey key: Key,
+        cost: @escaping @Sendable (Value) -> Int,
+        admit: (@Sendable (Value) -> Bool)?,
+        expiresAfter: Duration?,
+        loader: @escaping @Sendable (Key) async throws -> Value
+    ) async throws -> (value: Value, wasHit: Bool) {
         let id = ObjectIdentifier(self)
         let chain = _LoadChain.links
         if chain.contains(where: { $0.cache == id && ($0.key as? Key) == key }) {
@@ -142,6 +156,7 @@ extension Cache where Key: Sendable, Value: Sendable {
                                 try await self._runLoad(
                                     forKey: key,
                                     cost: cost,
+                                    admit: admit,
                                     expiresAfter: expiresAfter,
                                     storing: condition,
                                     loader: loader
@@ -160,6 +175,7 @@ extension Cache where Key: Sendable, Value: Sendable {
                     try await self._runLoad(
                         forKey: key,
                         cost: cost,
+                        admit: admit,
                         expiresAfter: expiresAfter,
                         storing: .ifLoadCurrent(id: id, refreshing: -1, generation: 0),
                         loader: loader
@@ -170,8 +186,8 @@ extension Cache where Key: Sendable, Value: Sendable {
             return (nil, task)
         }
         observer?(hit == nil ? .miss(key: key) : .hit(key: key))
-        if let hit { return hit }
-        return try await task!.value
+        if let hit { return (hit, true) }
+        return (try await task!.value, false)
     }
 
     /// The slot of `key` if its value is due for a refresh and no load for it is running, else -1.
@@ -188,7 +204,8 @@ extension Cache where Key: Sendable, Value: Sendable {
     /// failed refresh keeps the old value.
     func _runLoad(
         forKey key: Key,
-        cost: Int,
+        cost: (Value) -> Int,
+        admit: ((Value) -> Bool)?,
         expiresAfter: Duration?,
         storing condition: _StoreCondition,
         loader: @Sendable (Key) async throws -> Value
@@ -212,7 +229,14 @@ extension Cache where Key: Sendable, Value: Sendable {
             throw error
         }
         var observer: ((CacheActivity<Key>) -> Void)?
-        let stored = _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: condition) { state in
+        let stored = _store(
+            value,
+            forKey: key,
+            cost: cost(value),
+            expiresAfter: expiresAfter,
+            when: condition,
+            admitted: admit?(value) ?? true
+        ) { state in
             state.core.stats.recordLoad(succeeded: true, time: elapsed)
             observer = state.activityObserver
         }.stored

@@ -129,7 +129,8 @@ extension _StateHost {
         observer?(.load(key: key, duration: time, error: error))
     }
 
-    /// Stores `value` if `condition` allows and the insertion policy accepts it, then reports
+    /// Stores `value` if `condition` allows, the caller `admitted` it and the insertion policy
+    /// accepts it (a refused value is treated as the insertion policy's rejection), then reports
     /// removals and trims with the veto outside the critical section. Returns the write's result
     /// and the value the cache now holds for `key` (the existing one when `.ifAbsent` kept it).
     ///
@@ -143,13 +144,14 @@ extension _StateHost {
         cost: Int,
         expiresAfter: Duration? = nil,
         when condition: _StoreCondition,
+        admitted: Bool = true,
         underLock: (inout _CacheState<Key, Value>) -> Void = { _ in }
     ) -> (result: WriteResult, stored: Value) {
         precondition(cost >= 0, "cost must not be negative (got \(cost))")
         if let expiresAfter {
             precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))")
         }
-        let accepted = _insertionPolicy.map { $0(key, value, cost) } ?? true
+        let accepted = admitted && (_insertionPolicy.map { $0(key, value, cost) } ?? true)
         let now = expiresAfter == nil ? _timekeeper.now() : _timekeeper.activate()
         typealias Veto = ((Key, Value, RemovalReason) -> Bool)?
         var observer: ((CacheActivity<Key>) -> Void)?
@@ -221,6 +223,26 @@ extension _StateHost {
                 state.detachLoad(forKey: key)
                 if let removal = state.core.removeValue(forKey: key, reason: .removed) { removals.append(removal) }
             }
+        }
+    }
+
+    /// Removes, with `reason`, every entry whose key satisfies `predicate`, and detaches the
+    /// loads of such keys, in one critical section. `predicate` runs under the lock: internal
+    /// callers only, with a predicate that calls nothing of the user's.
+    ///
+    /// - Complexity: O(n) in the entries and loads.
+    func _removeValues(where predicate: (Key) -> Bool, reason: RemovalReason) {
+        _withSweptState(now: _timekeeper.now()) { state, removals in
+            var keys: [Key] = []
+            state.core.forEachSlotInEvictionOrder { slot in
+                let key = state.core.entries[Int(slot)].key
+                if predicate(key) { keys.append(key) }
+                return true
+            }
+            for key in keys {
+                if let removal = state.core.removeValue(forKey: key, reason: reason) { removals.append(removal) }
+            }
+            for key in state.loads.keys where predicate(key) { state.loads[key] = nil }
         }
     }
 

@@ -52,30 +52,28 @@ final class _Triggers: Sendable {
     }
 }
 
-// The triggers act on the cache from another task or the posting thread, and its removal
-// handler then runs there with the keys and values: they need the cache to be `Sendable`.
-extension Cache where Key: Sendable, Value: Sendable {
-    /// Calls ``expireAll()`` each time `events` yields an element, until the sequence ends or
-    /// throws, the returned trigger is cancelled, or the cache is deinitialized.
-    ///
-    /// The sequence is iterated in a task of its own. Use it for "app went to the background",
-    /// "configuration reloaded", "user logged out": any event after which nothing cached may be
-    /// served.
-    @discardableResult
-    public func expireAll<Events: AsyncSequence & Sendable>(whenever events: Events) -> ExpirationTrigger {
-        let cache = _WeakBox(self)
+extension _Triggers {
+    /// A trigger that calls `expire` on `target` each time `events` yields, until the sequence
+    /// ends or throws, the trigger is cancelled, or `target` is deinitialized. `target` is held
+    /// weakly; the trigger is added to this list.
+    func expire<Target: AnyObject & Sendable, Events: AsyncSequence & Sendable>(
+        _ target: Target,
+        whenever events: Events,
+        by expire: @escaping @Sendable (Target) -> Void
+    ) -> ExpirationTrigger {
+        let weakTarget = _WeakBox(target)
         // The trigger, once made, and whether the sequence has ended (it may end before that).
         let ending = _Locked<(trigger: ExpirationTrigger?, ended: Bool)>((nil, false))
         let task = Task.detached {
             do {
                 for try await _ in events {
-                    guard let strong = cache.object else { break }
-                    strong.expireAll()
+                    guard let strong = weakTarget.object else { break }
+                    expire(strong)
                 }
             } catch {
                 // A failing sequence ends the trigger, like a finished one.
             }
-            // Ended by itself: mark the trigger cancelled so the cache's list can drop it.
+            // Ended by itself: mark the trigger cancelled so the list can drop it.
             let trigger = ending.withLock { state -> ExpirationTrigger? in
                 state.ended = true
                 return state.trigger
@@ -88,8 +86,47 @@ extension Cache where Key: Sendable, Value: Sendable {
             return state.ended
         }
         if endedAlready { trigger.cancel() }
-        _triggers.add(trigger)
+        add(trigger)
         return trigger
+    }
+
+    #if canImport(Foundation)
+    /// A trigger that calls `expire` on `target` each time `center` posts `name` (from `object`,
+    /// or anyone when `nil`), on the posting thread. `target` is held weakly; the trigger is
+    /// added to this list.
+    func expire<Target: AnyObject & Sendable>(
+        _ target: Target,
+        on name: Notification.Name,
+        object: Any?,
+        center: NotificationCenter,
+        by expire: @escaping @Sendable (Target) -> Void
+    ) -> ExpirationTrigger {
+        let weakTarget = _WeakBox(target)
+        let token = center.addObserver(forName: name, object: object, queue: nil) { _ in
+            if let strong = weakTarget.object { expire(strong) }
+        }
+        let registration = _UncheckedSendable((center, token))
+        let trigger = ExpirationTrigger {
+            registration.value.0.removeObserver(registration.value.1)
+        }
+        add(trigger)
+        return trigger
+    }
+    #endif
+}
+
+// The triggers act on the cache from another task or the posting thread, and its removal
+// handler then runs there with the keys and values: they need the cache to be `Sendable`.
+extension Cache where Key: Sendable, Value: Sendable {
+    /// Calls ``expireAll()`` each time `events` yields an element, until the sequence ends or
+    /// throws, the returned trigger is cancelled, or the cache is deinitialized.
+    ///
+    /// The sequence is iterated in a task of its own. Use it for "app went to the background",
+    /// "configuration reloaded", "user logged out": any event after which nothing cached may be
+    /// served.
+    @discardableResult
+    public func expireAll<Events: AsyncSequence & Sendable>(whenever events: Events) -> ExpirationTrigger {
+        _triggers.expire(self, whenever: events) { $0.expireAll() }
     }
 
     #if canImport(Foundation)
@@ -102,16 +139,7 @@ extension Cache where Key: Sendable, Value: Sendable {
         object: Any? = nil,
         center: NotificationCenter = .default
     ) -> ExpirationTrigger {
-        let cache = _WeakBox(self)
-        let token = center.addObserver(forName: name, object: object, queue: nil) { _ in
-            cache.object?.expireAll()
-        }
-        let registration = _UncheckedSendable((center, token))
-        let trigger = ExpirationTrigger {
-            registration.value.0.removeObserver(registration.value.1)
-        }
-        _triggers.add(trigger)
-        return trigger
+        _triggers.expire(self, on: name, object: object, center: center) { $0.expireAll() }
     }
     #endif
 }

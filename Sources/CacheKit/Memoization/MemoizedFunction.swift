@@ -1,0 +1,362 @@
+import Synchronization
+
+#if canImport(Foundation)
+import Foundation
+#endif
+
+/// The cache memoized functions store their results in: one per function by default, or one
+/// shared by several functions (their keys carry the function's identity, so they never collide).
+///
+/// ```swift
+/// let shared = MemoCache(countLimit: 1_000, policy: .lru)
+/// let weather = MemoizedFunction<Weather>("weather(for:)", cache: shared)
+/// let forecast = MemoizedFunction<Forecast>("forecast(for:days:)", cache: shared)
+/// ```
+public typealias MemoCache = Cache<MemoKey, MemoValue>
+
+/// A memoized result as a ``MemoCache`` holds it: the value, and how long computing it took
+/// (each hit on it saves that much; see ``MemoStatistics/timeSaved``).
+public struct MemoValue: Sendable {
+    /// The function's result (of the function's result type).
+    public let value: any Sendable
+    /// How long the call that produced `value` took.
+    public let computeTime: Duration
+
+    /// A memoized `value` that took `computeTime` to compute.
+    public init(_ value: any Sendable, computeTime: Duration) {
+        self.value = value
+        self.computeTime = computeTime
+    }
+}
+
+/// Caching around one function or method (ClearCache's method cache): calls with arguments seen
+/// before return the stored result instead of running the function again.
+///
+/// ```swift
+/// let cachedWeather = MemoizedFunction<Weather>(
+///     "WeatherService.weather(for:)", countLimit: 5, policy: .lru, expiresAfter: .seconds(5))
+///     .wrap(service.weather(for:))
+/// let now = try await cachedWeather(paris)   // runs weather(for:)
+/// let again = try await cachedWeather(paris) // the stored result
+/// ```
+///
+/// The `@Memoized` macro (product `CacheKitMacros`) writes this for a method in one line; use this
+/// type directly for closures and free functions, or to share one cache between functions.
+///
+/// ## Keys
+/// Results are stored under a ``MemoKey``: this function's ``id`` and the arguments chosen for
+/// the key: all of them by default (each must be `Hashable` and `Sendable`, checked at compile
+/// time), or whatever a key closure returns, for a subset (ClearCache's `parameterIndexes`) or
+/// a derived key. A key closure must return equal keys exactly for calls whose results may be
+/// interchanged; that is the caller's responsibility, as the cache cannot check it.
+///
+/// ## Results
+/// An `Optional` result is stored as it is: a stored `nil` is a hit, distinct from a miss. A
+/// `Void` function is run once per key while its entry is cached (its calls are de-duplicated).
+/// A call that throws stores nothing; the next call runs the function again.
+///
+/// ## Synchronous and asynchronous functions
+/// For a synchronous function, two threads that miss the same key at once both run it, and the
+/// first result stored is the one both return and the cache keeps (as
+/// ``Cache/value(forKey:cost:expiresAfter:orInsert:)``). An `async` function is single-flight:
+/// concurrent calls with the same key run it once and all get its result or its error (as
+/// ``Cache/value(forKey:cost:expiresAfter:loader:)``, whose rules apply: the call runs in a task
+/// of its own, and cancelling one caller does not cancel it for the others).
+///
+/// ## Switching caching off
+/// With caching off, each call runs the function directly and the cache is neither read nor
+/// written, so the code behaves exactly as without memoization. Off globally
+/// (``Memoization/isEnabled``), for this function (``isEnabled``), or for the current task only
+/// (``Memoization/withCachingDisabled(_:)-(()->R)``), which parallel tests use without
+/// interfering with each other.
+///
+/// ## Monitoring
+/// ``statistics`` counts this function's hits, misses, runs and the time hits saved. The
+/// ``cache``'s own statistics, activity observer and removal handler see every entry, keyed by
+/// ``MemoKey`` (whose description names the function), so the `CacheKitObservability` product's
+/// logging and metrics work on a memoized function's cache as on any other.
+public final class MemoizedFunction<Output: Sendable>: Sendable {
+    /// The function's identity, part of every key it stores. Two functions sharing a cache must
+    /// have different identities.
+    public let id: String
+    /// The cache the results are stored in.
+    public let cache: MemoCache
+    /// How long a result stays after it was computed (ClearCache's "older than" expiration
+    /// policy); `nil` keeps it until the cache's own expiration or eviction removes it.
+    public let expiresAfter: Duration?
+    private let ownsCache: Bool
+    private let insertionPolicy: (@Sendable (Output) -> Bool)?
+    private let cost: (@Sendable (Output) -> Int)?
+    private let enabled: Atomic<Bool>
+    private let counters = _MemoCounters()
+    private let triggers = _Triggers()
+
+    /// Memoizes a function in a cache of its own.
+    ///
+    /// - Parameters:
+    ///   - id: The function's identity (its name, e.g. `"WeatherService.weather(for:)"`).
+    ///   - countLimit: The most results kept; `0` (the default) means no limit. Set one for a
+    ///     function called with many different arguments.
+    ///   - totalCostLimit: The most total cost kept (see `cost`); `0` means no limit.
+    ///   - policy: Which result leaves first when a limit is reached: any ``EvictionPolicy``
+    ///     (FIFO, LFU and LRU as in ClearCache, and the others).
+    ///   - expiration: The cache's expiration: time to live, time to idle, refresh after write.
+    ///   - expiresAfter: Each result's own time to live ("older than").
+    ///   - clock: The clock expiry is measured on; tests pass a ``ManualClock``.
+    ///   - insertionPolicy: Asked with each result before it is stored; a result it refuses is
+    ///     returned but not stored (e.g. "do not cache images over 30 KB"). `nil` stores all.
+    ///   - cost: Each result's cost, for `totalCostLimit`; `nil` gives every result cost 0.
+    ///   - isEnabled: Whether caching starts switched on for this function.
+    /// - Precondition: The limits are not negative and the durations positive (as for ``Cache``).
+    public convenience init(
+        _ id: String,
+        countLimit: Int = 0,
+        totalCostLimit: Int = 0,
+        policy: EvictionPolicy = .default,
+        expiration: Expiration = .never,
+        expiresAfter: Duration? = nil,
+        clock: some Clock<Duration> = ContinuousClock(),
+        insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
+        cost: (@Sendable (Output) -> Int)? = nil,
+        isEnabled: Bool = true
+    ) {
+        let cache = MemoCache(
+            countLimit: countLimit,
+            totalCostLimit: totalCostLimit,
+            policy: policy,
+            expiration: expiration,
+            clock: clock
+        )
+        self.init(
+            id,
+            cache: cache,
+            ownsCache: true,
+            expiresAfter: expiresAfter,
+            insertionPolicy: insertionPolicy,
+            cost: cost,
+            isEnabled: isEnabled
+        )
+    }
+
+    /// Memoizes a function in `cache`, which other functions may share.
+    ///
+    /// The cache's limits, policy, expiration and insertion policy apply to every function in
+    /// it; `expiresAfter`, `insertionPolicy` and `cost` apply to this function's results only.
+    public convenience init(
+        _ id: String,
+        cache: MemoCache,
+        expiresAfter: Duration? = nil,
+        insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
+        cost: (@Sendable (Output) -> Int)? = nil,
+        isEnabled: Bool = true
+    ) {
+        self.init(
+            id,
+            cache: cache,
+            ownsCache: false,
+            expiresAfter: expiresAfter,
+            insertionPolicy: insertionPolicy,
+            cost: cost,
+            isEnabled: isEnabled
+        )
+    }
+
+    private init(
+        _ id: String,
+        cache: MemoCache,
+        ownsCache: Bool,
+        expiresAfter: Duration?,
+        insertionPolicy: (@Sendable (Output) -> Bool)?,
+        cost: (@Sendable (Output) -> Int)?,
+        isEnabled: Bool
+    ) {
+        if let expiresAfter {
+            precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))")
+        }
+        self.id = id
+        self.cache = cache
+        self.ownsCache = ownsCache
+        self.expiresAfter = expiresAfter
+        self.insertionPolicy = insertionPolicy
+        self.cost = cost
+        self.enabled = Atomic(isEnabled)
+    }
+
+    deinit { triggers.cancelAll() }
+
+    /// Whether this function caches (`true` unless created or set otherwise). While `false`, every
+    /// call runs the function; results stored before stay and are used again when it is set back.
+    public var isEnabled: Bool {
+        get { enabled.load(ordering: .relaxed) }
+        set { enabled.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Whether a call now would use the cache: this function, the global switch and the current
+    /// task all leave caching on.
+    public var isCaching: Bool {
+        isEnabled && Memoization.isEnabled && Memoization.isEnabledForCurrentTask
+    }
+
+    /// What this function has counted since it was created or ``resetStatistics()``.
+    public var statistics: MemoStatistics { counters.snapshot }
+
+    /// Sets every count in ``statistics`` to zero.
+    public func resetStatistics() { counters.reset() }
+
+    // MARK: Calls
+
+    /// The result of the call whose key arguments are `arguments`: the stored one, or else what
+    /// `compute` returns, stored. See the type's documentation for concurrency and errors.
+    ///
+    /// - Complexity: O(1) on a hit (one lookup under the cache's lock); on a miss, O(1) plus
+    ///   `compute`.
+    public func call<Arguments: Hashable & Sendable, Failure: Error>(
+        arguments: Arguments,
+        _ compute: () throws(Failure) -> Output
+    ) throws(Failure) -> Output {
+        guard isCaching else {
+            counters.recordBypass()
+            return try compute()
+        }
+        let key = MemoKey(function: id, arguments: arguments)
+        if let hit = cache.value(forKey: key) {
+            counters.recordHit(saving: hit.computeTime)
+            return output(of: hit)
+        }
+        counters.recordMiss()
+        let start = ContinuousClock.now
+        let result: Output
+        do {
+            result = try compute()
+        } catch {
+            let elapsed = ContinuousClock.now - start
+            counters.recordRun(time: elapsed, failed: true)
+            cache._recordLoad(forKey: key, time: elapsed, error: error)
+            throw error
+        }
+        let elapsed = ContinuousClock.now - start
+        counters.recordRun(time: elapsed, failed: false)
+        cache._recordLoad(forKey: key, time: elapsed, error: nil)
+        let stored = cache._store(
+            MemoValue(result, computeTime: elapsed),
+            forKey: key,
+            cost: cost?(result) ?? 0,
+            expiresAfter: expiresAfter,
+            when: .ifAbsent,
+            admitted: insertionPolicy?(result) ?? true
+        ).stored
+        return output(of: stored)
+    }
+
+    /// The result of the call whose key arguments are `arguments`: the stored one, or else what
+    /// `compute` returns, stored. Concurrent calls with equal keys run `compute` once and share
+    /// its result or error (single-flight).
+    ///
+    /// - Throws: What `compute` throws, or ``CacheLoadError/recursiveLoad(key:)`` when `compute`
+    ///   calls this function with the same key (directly or through other memoized loads).
+    /// - Complexity: O(1) on a hit; on a miss, O(1) plus `compute`.
+    public func call<Arguments: Hashable & Sendable>(
+        arguments: Arguments,
+        _ compute: @escaping @Sendable () async throws -> Output
+    ) async throws -> Output {
+        guard isCaching else {
+            counters.recordBypass()
+            return try await compute()
+        }
+        let counters = self.counters
+        let cost = self.cost
+        let costOfValue: @Sendable (MemoValue) -> Int = { value in
+            guard let cost, let output = value.value as? Output else { return 0 }
+            return cost(output)
+        }
+        var admit: (@Sendable (MemoValue) -> Bool)?
+        if let insertionPolicy {
+            admit = { value in (value.value as? Output).map(insertionPolicy) ?? true }
+        }
+        let loader: @Sendable (MemoKey) async throws -> MemoValue = { _ in
+            let start = ContinuousClock.now
+            do {
+                let result = try await compute()
+                let elapsed = ContinuousClock.now - start
+                counters.recordRun(time: elapsed, failed: false)
+                return MemoValue(result, computeTime: elapsed)
+            } catch {
+                counters.recordRun(time: ContinuousClock.now - start, failed: true)
+                throw error
+            }
+        }
+        let (value, wasHit) = try await cache._value(
+            forKey: MemoKey(function: id, arguments: arguments),
+            cost: costOfValue,
+            admit: admit,
+            expiresAfter: expiresAfter,
+            loader: loader
+        )
+        if wasHit { counters.recordHit(saving: value.computeTime) } else { counters.recordMiss() }
+        return output(of: value)
+    }
+
+    /// ``call(arguments:_:)-(_,()->Output)`` for a function that cannot throw: the result, shared
+    /// by concurrent calls with equal keys. If `compute` calls this function with its own key
+    /// (which would wait for itself), that inner call runs `compute` uncached instead, as it would
+    /// without memoization.
+    public func call<Arguments: Hashable & Sendable>(
+        arguments: Arguments,
+        _ compute: @escaping @Sendable () async -> Output
+    ) async -> Output {
+        let throwing: @Sendable () async throws -> Output = compute
+        do {
+            return try await call(arguments: arguments, throwing)
+        } catch {
+            // `compute` throws nothing: the error is the recursive load's.
+            return await compute()
+        }
+    }
+
+    private func output(of value: MemoValue) -> Output {
+        guard let output = value.value as? Output else {
+            preconditionFailure(
+                "the cache holds a \(type(of: value.value)) for \(id), which returns \(Output.self): "
+                    + "two memoized functions sharing a cache have the same id"
+            )
+        }
+        return output
+    }
+
+    // MARK: Expiration
+
+    /// Removes every result this function stored (reason ``RemovalReason/expired``), and detaches
+    /// its calls running now so they store nothing. Other functions' results in a shared cache stay.
+    ///
+    /// - Complexity: O(1) plus the removal handler for a cache of its own; O(n) in the shared
+    ///   cache's entries otherwise.
+    public func expireAll() {
+        if ownsCache {
+            cache.expireAll()
+        } else {
+            let id = self.id
+            cache._removeValues(where: { $0.function == id }, reason: .expired)
+        }
+    }
+
+    /// Calls ``expireAll()`` each time `events` yields, until the sequence ends or throws, the
+    /// returned trigger is cancelled, or this function is deinitialized (ClearCache's expiration
+    /// trigger). See ``ExpirationTrigger``.
+    @discardableResult
+    public func expireAll<Events: AsyncSequence & Sendable>(whenever events: Events) -> ExpirationTrigger {
+        triggers.expire(self, whenever: events) { $0.expireAll() }
+    }
+
+    #if canImport(Foundation)
+    /// Calls ``expireAll()`` each time `center` posts `name` (from `object`, or anyone when `nil`),
+    /// until the returned trigger is cancelled or this function is deinitialized.
+    @discardableResult
+    public func expireAll(
+        on name: Notification.Name,
+        object: Any? = nil,
+        center: NotificationCenter = .default
+    ) -> ExpirationTrigger {
+        triggers.expire(self, on: name, object: object, center: center) { $0.expireAll() }
+    }
+    #endif
+}
