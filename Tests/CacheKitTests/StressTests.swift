@@ -243,4 +243,52 @@ struct StressTests {
         cache.publishChanges()
         listener.cancel()
     }
+
+    @Test("memoized functions sharing a cache: sync and async calls, switches and expireAll from many tasks")
+    func memoizationStress() async throws {
+        let shared = MemoCache(countLimit: 50, policy: .lru)
+        let double = MemoizedFunction<Int>("double", cache: shared)
+        let triple = MemoizedFunction<Int>("triple", cache: shared, expiresAfter: .seconds(60))
+        let runs = Locked(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for t in 0..<6 {
+                group.addTask {
+                    var rng = SeededGenerator(seed: UInt64(t) + 30)
+                    for _ in 0..<1_500 {
+                        let x = Int.random(in: 0..<80, using: &rng)
+                        let doubled = double.call(arguments: x) { () -> Int in
+                            runs.mutate { $0 += 1 }
+                            return x * 2
+                        }
+                        #expect(doubled == x * 2)
+                        let tripled = try await triple.call(arguments: x) { @Sendable () async throws -> Int in
+                            runs.mutate { $0 += 1 }
+                            return x * 3
+                        }
+                        #expect(tripled == x * 3)
+                        switch Int.random(in: 0..<100, using: &rng) {
+                        case 0: triple.expireAll()
+                        case 1: double.isEnabled.toggle()
+                        case 2:
+                            let direct = Memoization.withCachingDisabled { () -> Int in
+                                double.call(arguments: x) { () -> Int in
+                                    runs.mutate { $0 += 1 }
+                                    return x * 2
+                                }
+                            }
+                            #expect(direct == x * 2)
+                        default: break
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        shared._checkInvariants()
+        #expect(shared.count <= 50)
+        let stats = [double.statistics, triple.statistics]
+        // Every run was on a miss or with caching off.
+        #expect(stats.map { $0.runCount + $0.bypassCount }.reduce(0, +) == runs.value)
+        #expect(stats.map { $0.hitCount + $0.missCount + $0.bypassCount }.reduce(0, +) >= 6 * 1_500 * 2)
+    }
 }

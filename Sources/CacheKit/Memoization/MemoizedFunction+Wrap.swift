@@ -1,6 +1,9 @@
 // Wrapping a function value: the memoized function takes the same arguments and returns the same
 // result. Any number of arguments (parameter packs); the key is all of them, each of which must be
 // `Hashable` and `Sendable`, or what a key closure makes of them.
+//
+// Throwing and non-throwing functions have separate overloads rather than one over typed throws:
+// the 6.3 compiler crashes converting a parameter-pack function type with `throws(Never)`.
 
 extension MemoizedFunction {
     /// `function`, memoized: a function with the same arguments whose results are stored under
@@ -10,11 +13,21 @@ extension MemoizedFunction {
     /// let slowSquare: (Int) -> Int = { $0 * $0 }
     /// let square = MemoizedFunction<Int>("square", countLimit: 100).wrap(slowSquare)
     /// ```
-    public func wrap<each Argument: Hashable & Sendable, Failure: Error>(
-        _ function: @escaping (repeat each Argument) throws(Failure) -> Output
-    ) -> (repeat each Argument) throws(Failure) -> Output {
-        { (argument: repeat each Argument) throws(Failure) -> Output in
-            try self.call(arguments: MemoArguments(repeat each argument)) { () throws(Failure) -> Output in
+    public func wrap<each Argument: Hashable & Sendable>(
+        _ function: @escaping (repeat each Argument) -> Output
+    ) -> (repeat each Argument) -> Output {
+        { (argument: repeat each Argument) -> Output in
+            self.call(arguments: MemoArguments(repeat each argument)) { function(repeat each argument) }
+        }
+    }
+
+    /// The throwing `function`, memoized: its results are stored under all of its arguments; what
+    /// it throws reaches the caller and is not stored.
+    public func wrap<each Argument: Hashable & Sendable>(
+        _ function: @escaping (repeat each Argument) throws -> Output
+    ) -> (repeat each Argument) throws -> Output {
+        { (argument: repeat each Argument) throws -> Output in
+            try self.call(arguments: MemoArguments(repeat each argument)) { () throws -> Output in
                 try function(repeat each argument)
             }
         }
@@ -23,12 +36,23 @@ extension MemoizedFunction {
     /// `function`, memoized, with its results stored under the key `key` makes of its arguments:
     /// a subset (`{ location, _ in location }`) or a derived value. Arguments left out of the key
     /// need not be `Hashable`; calls whose keys are equal must have interchangeable results.
-    public func wrap<each Argument, Key: Hashable & Sendable, Failure: Error>(
-        _ function: @escaping (repeat each Argument) throws(Failure) -> Output,
+    public func wrap<each Argument, Key: Hashable & Sendable>(
+        _ function: @escaping (repeat each Argument) -> Output,
         key: @escaping (repeat each Argument) -> Key
-    ) -> (repeat each Argument) throws(Failure) -> Output {
-        { (argument: repeat each Argument) throws(Failure) -> Output in
-            try self.call(arguments: key(repeat each argument)) { () throws(Failure) -> Output in
+    ) -> (repeat each Argument) -> Output {
+        { (argument: repeat each Argument) -> Output in
+            self.call(arguments: key(repeat each argument)) { function(repeat each argument) }
+        }
+    }
+
+    /// The throwing `function`, memoized, with its results stored under the key `key` makes of
+    /// its arguments.
+    public func wrap<each Argument, Key: Hashable & Sendable>(
+        _ function: @escaping (repeat each Argument) throws -> Output,
+        key: @escaping (repeat each Argument) -> Key
+    ) -> (repeat each Argument) throws -> Output {
+        { (argument: repeat each Argument) throws -> Output in
+            try self.call(arguments: key(repeat each argument)) { () throws -> Output in
                 try function(repeat each argument)
             }
         }

@@ -255,6 +255,9 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     /// - Throws: What `compute` throws, or ``CacheLoadError/recursiveLoad(key:)`` when `compute`
     ///   calls this function with the same key (directly or through other memoized loads).
     /// - Complexity: O(1) on a hit; on a miss, O(1) plus `compute`.
+    // Disfavored: a closure that awaits nothing then picks the synchronous overload, instead of
+    // being ambiguous in an async context.
+    @_disfavoredOverload
     public func call<Arguments: Hashable & Sendable>(
         arguments: Arguments,
         _ compute: @escaping @Sendable () async throws -> Output
@@ -300,6 +303,9 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     /// by concurrent calls with equal keys. If `compute` calls this function with its own key
     /// (which would wait for itself), that inner call runs `compute` uncached instead, as it would
     /// without memoization.
+    // Disfavored: a closure that awaits nothing then picks the synchronous overload, instead of
+    // being ambiguous in an async context.
+    @_disfavoredOverload
     public func call<Arguments: Hashable & Sendable>(
         arguments: Arguments,
         _ compute: @escaping @Sendable () async -> Output
