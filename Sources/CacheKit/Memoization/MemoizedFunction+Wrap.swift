@@ -87,7 +87,7 @@ extension MemoizedFunction {
     }
 
     /// The non-throwing `async` `function`, memoized and single-flight (see
-    /// ``call(arguments:_:)-(_,()->Output)``).
+    /// the throwing `call(arguments:_:)`).
     public func wrap<each Argument: Hashable & Sendable>(
         _ function: @escaping @Sendable (repeat each Argument) async -> Output
     ) -> @Sendable (repeat each Argument) async -> Output {

@@ -299,7 +299,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         return output(of: value)
     }
 
-    /// ``call(arguments:_:)-(_,()->Output)`` for a function that cannot throw: the result, shared
+    /// The throwing `call(arguments:_:)` for a function that cannot throw: the result, shared
     /// by concurrent calls with equal keys. If `compute` calls this function with its own key
     /// (which would wait for itself), that inner call runs `compute` uncached instead, as it would
     /// without memoization.
