@@ -3,7 +3,7 @@
 /// Memoizes a function or method: calls with arguments seen before return the stored result
 /// instead of running the body again. Adding caching to an existing method is one line.
 ///
-/// ```swift
+/// ``swift
 /// import CacheKitMacros
 ///
 /// final class WeatherService: Sendable {
@@ -12,12 +12,12 @@
 ///         try await api.fetch(location)
 ///     }
 /// }
-/// ```
+/// ``
 ///
 /// The method is written as usual; the macro keeps its signature and replaces its body with a
-/// call through a ``MemoizedFunction``, which it adds beside it:
+/// call through a `MemoizedFunction`, which it adds beside it:
 ///
-/// ```swift
+/// ``swift
 /// func weather(for location: Location) async throws -> Weather {
 ///     try await self._memoized_weather.call(arguments: CacheKit.MemoArguments(location)) { () async throws -> Weather in
 ///         try await self._uncached_weather(for: location)
@@ -28,32 +28,32 @@
 /// private func _uncached_weather(for location: Location) async throws -> Weather {
 ///     try await api.fetch(location)
 /// }
-/// ```
+/// ``
 ///
-/// `_memoized_NAME` is the function's ``MemoizedFunction``, with the function's access level:
-/// use it for ``MemoizedFunction/statistics``, ``MemoizedFunction/expireAll()``, expiration
-/// triggers (``MemoizedFunction/expireAll(whenever:)``, ``MemoizedFunction/expireAll(on:object:center:)``)
-/// and ``MemoizedFunction/isEnabled``. `_uncached_NAME` is the body as written, private. The
-/// function's identity (its ``MemoizedFunction/id``, part of every key) is the enclosing types'
+/// `_memoized_NAME` is the function's `MemoizedFunction`, with the function's access level:
+/// use it for `MemoizedFunction/statistics`, `MemoizedFunction/expireAll()`, expiration
+/// triggers (`MemoizedFunction/expireAll(whenever:)`, `MemoizedFunction/expireAll(on:object:center:)`)
+/// and `MemoizedFunction/isEnabled`. `_uncached_NAME` is the body as written, private. The
+/// function's identity (its `MemoizedFunction/id`, part of every key) is the enclosing types'
 /// names and the function's full name, such as `"WeatherService.weather(for:)"`.
 ///
 /// ## Options
-/// Every option but `keys` is passed as written to ``MemoizedFunction``'s initializer, where its
+/// Every option but `keys` is passed as written to `MemoizedFunction`'s initializer, where its
 /// meaning is documented; each is evaluated where the storage is initialized (once per instance
 /// for per-instance storage, see below), so it may name static members but not `self`.
 /// - `countLimit`: the most results kept; `0` (the default) means no limit.
 /// - `totalCostLimit`: the most total `cost` kept; `0` means no limit.
-/// - `policy`: which result leaves first when a limit is reached: any ``EvictionPolicy``
+/// - `policy`: which result leaves first when a limit is reached: any `EvictionPolicy`
 ///   (`.lru`, `.fifo`, `.lfu`, `.sieve`, `.s3fifo`, `.arc`, `.wTinyLFU`, `.default`).
-/// - `expiration`: the cache's ``Expiration`` (time to live, time to idle, refresh).
+/// - `expiration`: the cache's `Expiration` (time to live, time to idle, refresh).
 /// - `expiresAfter`: each result's own time to live ("older than").
-/// - `clock`: the clock expiry is measured on, e.g. a shared ``ManualClock`` in tests.
+/// - `clock`: the clock expiry is measured on, e.g. a shared `ManualClock` in tests.
 /// - `insertionPolicy`: asked with each result before it is stored; a result it refuses is
 ///   returned but not stored. Name the closure's parameter type, as the macro cannot infer it:
 ///   `insertionPolicy: { (image: Data) in image.count <= 30_000 }`.
 /// - `cost`: each result's cost, for `totalCostLimit`; annotate it as `insertionPolicy`.
 /// - `isEnabled`: whether caching starts on for this function.
-/// - `cache`: a ``MemoCache`` shared with other functions (another overload), such as a
+/// - `cache`: a `MemoCache` shared with other functions (another overload), such as a
 ///   `static let`; its limits, policy and expiration apply to all of them. Keys carry each
 ///   function's identity, so shared functions never collide.
 /// - `keys`: the parameters the cache key is made of, by name (ClearCache's `parameterIndexes`):
@@ -85,16 +85,21 @@
 /// result or error. The body runs in a task of its own, in the function's own isolation (an
 /// actor's method on its actor), so `self` and the arguments of an `async` method must be
 /// `Sendable`. Switch caching off per function (`_memoized_NAME.isEnabled`), globally
-/// (``Memoization/isEnabled``) or for one task (``Memoization/withCachingDisabled(_:)-(()->R)``).
+/// (`Memoization/isEnabled`) or for one task (`Memoization/withCachingDisabled(_:)-(()->R)`).
 ///
-/// ## Not supported (each a compile-time error saying so)
-/// Generic functions and `some` parameters or results (the cache holds one result type),
-/// `inout` parameters and `mutating` methods (a cached call would skip the side effect),
-/// `rethrows`, `async throws(E)` (concurrent callers share one run throwing `any Error`),
-/// parameters named `_`, operators, local functions and protocol requirements. Two memoized
-/// methods with the same base name in one type clash on `_memoized_NAME`; so does a memoized
-/// override of a memoized method. A type with synthesized `Codable`, `Equatable` or `Hashable`
-/// conformance and per-instance storage needs `CodingKeys` or its own `==`/`hash(into:)`.
+/// ## Limitations
+/// `@Memoized` reports these itself, with an error naming the problem: generic functions and
+/// `some` parameters or results (the cache holds one result type); `inout` parameters and
+/// `mutating` methods (a cached call would skip the side effect); `rethrows`; `async throws(E)`
+/// (concurrent callers share one run throwing `any Error`); parameters named `_`; operators;
+/// local functions; protocol requirements; unknown or repeated names in `keys`; methods of
+/// generic structs and enums.
+///
+/// The compiler reports these, in the expansion: methods in protocol extensions and in
+/// extensions of generic types ("static stored properties not supported"); two memoized methods
+/// with the same base name in one type, or a memoized override of a memoized method (both
+/// declare `_memoized_NAME`). A type with synthesized `Codable`, `Equatable` or `Hashable`
+/// conformance and per-instance storage needs `CodingKeys` or its own `==` and `hash(into:)`.
 @attached(body)
 @attached(peer, names: prefixed(_memoized_), prefixed(_uncached_))
 public macro Memoized(
@@ -109,12 +114,12 @@ public macro Memoized(
 ) = #externalMacro(module: "CacheKitMacrosPlugin", type: "MemoizedMacro")
 
 /// Memoizes a function or method, with an insertion policy or a cost for its results `Output`.
-/// See ``Memoized(countLimit:totalCostLimit:policy:expiration:expiresAfter:clock:isEnabled:keys:)``.
+/// See `Memoized(countLimit:totalCostLimit:policy:expiration:expiresAfter:clock:isEnabled:keys:)`.
 ///
-/// ```swift
+/// ``swift
 /// @Memoized(countLimit: 100, insertionPolicy: { (thumbnail: Data) in thumbnail.count <= 30_000 })
 /// func thumbnail(for url: URL) async throws -> Data { ... }
-/// ```
+/// ``
 @attached(body)
 @attached(peer, names: prefixed(_memoized_), prefixed(_uncached_))
 public macro Memoized<Output>(
@@ -130,17 +135,17 @@ public macro Memoized<Output>(
     keys: [String]? = nil
 ) = #externalMacro(module: "CacheKitMacrosPlugin", type: "MemoizedMacro")
 
-/// Memoizes a function or method in `cache`, a ``MemoCache`` other functions may share (its
+/// Memoizes a function or method in `cache`, a `MemoCache` other functions may share (its
 /// limits, policy and expiration apply to all of them). See
-/// ``Memoized(countLimit:totalCostLimit:policy:expiration:expiresAfter:clock:isEnabled:keys:)``.
+/// `Memoized(countLimit:totalCostLimit:policy:expiration:expiresAfter:clock:isEnabled:keys:)`.
 ///
-/// ```swift
+/// ``swift
 /// enum Lookups {
 ///     static let cache = MemoCache(countLimit: 1_000, policy: .lru)
 ///     @Memoized(cache: Lookups.cache) static func country(code: String) -> Country? { ... }
 ///     @Memoized(cache: Lookups.cache) static func currency(code: String) -> Currency? { ... }
 /// }
-/// ```
+/// ``
 @attached(body)
 @attached(peer, names: prefixed(_memoized_), prefixed(_uncached_))
 public macro Memoized(
@@ -151,7 +156,7 @@ public macro Memoized(
 ) = #externalMacro(module: "CacheKitMacrosPlugin", type: "MemoizedMacro")
 
 /// Memoizes a function or method in the shared `cache`, with an insertion policy or a cost for
-/// its results `Output`. See ``Memoized(cache:expiresAfter:isEnabled:keys:)``.
+/// its results `Output`. See `Memoized(cache:expiresAfter:isEnabled:keys:)`.
 @attached(body)
 @attached(peer, names: prefixed(_memoized_), prefixed(_uncached_))
 public macro Memoized<Output>(
