@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import CompilerPluginSupport
 import PackageDescription
 
 // Invariant checks after every mutation of the engine (counts, costs, lists and index agree).
@@ -14,6 +15,7 @@ let package = Package(
         .library(name: "CacheKit", targets: ["CacheKit"]),
         .library(name: "CacheKitSimulator", targets: ["CacheKitSimulator"]),
         .library(name: "CacheKitObservability", targets: ["CacheKitObservability"]),
+        .library(name: "CacheKitMacros", targets: ["CacheKitMacros"]),
         .executable(name: "cachekit", targets: ["cachekit"]),
     ],
     dependencies: [
@@ -22,6 +24,9 @@ let package = Package(
         // CacheKitObservability only: the core CacheKit target stays dependency-free.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        // CacheKitMacros only (the @Memoized macro's implementation): CacheKit itself does not
+        // depend on swift-syntax.
+        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
     ],
     targets: [
         .target(
@@ -43,6 +48,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
+        ),
+        // The @Memoized macro: its declaration (CacheKitMacros, the product) and its compiler plugin
+        // (CacheKitMacrosPlugin), kept out of CacheKit so that only users of the macro build
+        // swift-syntax.
+        .macro(
+            name: "CacheKitMacrosPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
+        .target(
+            name: "CacheKitMacros",
+            dependencies: ["CacheKit", "CacheKitMacrosPlugin"]
         ),
         .executableTarget(
             name: "cachekit",
@@ -70,6 +92,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
+        ),
+        .testTarget(
+            name: "CacheKitMacrosTests",
+            dependencies: [
+                "CacheKitMacros",
+                "CacheKitMacrosPlugin",
+                "CacheKit",
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
             ]
         ),
     ],
