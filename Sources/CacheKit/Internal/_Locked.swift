@@ -6,12 +6,15 @@ import Synchronization
 /// The small locks outside the cache's hot path (``ManualClock``, ``ExpirationTrigger``) use it so
 /// that `swift test --sanitize=thread` checks the code they guard instead of reporting every
 /// access as a race.
+@usableFromInline
 final class _Locked<State: Sendable>: Sendable {
-    private let mutex: Mutex<State>
+    @usableFromInline let mutex: Mutex<State>
 
+    @usableFromInline
     init(_ state: State) { mutex = Mutex(state) }
 
     /// Runs `body` with the state while holding the lock.
+    @inlinable
     func withLock<R: Sendable>(_ body: (inout State) throws -> R) rethrows -> R {
         try mutex.withLock { state in
             let address = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())

@@ -18,9 +18,13 @@ import Synchronization
 ///    lock whose stripes live on separate cache lines, so two threads reading do not contend.
 /// 2. Writes are asynchronous: a write is queued and the call returns; a background drain
 ///    applies queued writes in the order they were issued.
-/// 3. A read that starts after a write was issued sees it: a reader that finds writes queued
-///    applies them first. So a thread reads its own writes, and a reader that saw write *N* never
-///    later sees a state before *N*.
+/// 3. A read that starts after a write was issued sees it. A read of one key (``value(forKey:)``,
+///    ``peekValue(forKey:)``, ``contains(_:)``) that finds a queued write that may touch its key
+///    applies the whole queue first, in issue order (a counting filter of key hashes tells; bulk
+///    operations and limit changes touch every key); any other read applies any queued write
+///    first. So a thread reads its own writes, and a reader that saw write *N* never later sees a
+///    state before *N*. What a queued write evicts leaves when the write is applied: until then a
+///    read of another key may still find the entry, as if that read had come just before the write.
 /// Bulk operations (`addEntries(from:)`, ``removeValues(forKeys:)``, ``removeAll()``,
 /// ``values(forKeys:)``, ``allItems()``) are single operations: no reader sees half of one.
 /// ``flush()`` applies every queued write before it returns.
@@ -54,6 +58,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @usableFromInline let _lock = _StripedLock()
     /// Writes issued and not yet applied; readers check it to decide whether to drain first.
     @usableFromInline let _pendingCount = Atomic<Int>(0)
+    /// The keys the queued writes may touch: a point read of another key need not drain.
+    @usableFromInline let _pendingKeys = _PendingFilter()
     @usableFromInline let _timekeeper: _Timekeeper
     /// Reads must take the lock exclusively (a time to idle is set).
     @usableFromInline let _exclusiveReads: Bool
@@ -61,11 +67,11 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @usableFromInline let _tracksReads = Atomic<Bool>(false)
     @usableFromInline let _recordsStatistics = Atomic<Bool>(true)
 
-    let pending = _Locked(_PendingWrites<Key, Value>())
-    let outbox = _Locked(_Outbox<Key, Value>())
+    @usableFromInline let pending = _Locked(_PendingWrites<Key, Value>())
+    @usableFromInline let outbox = _Locked(_Outbox<Key, Value>())
     /// Guarded by `_lock` (exclusive): the changes since the last batch, while batches are on.
-    var changeLog: _ChangeLog<Key, Value>?
-    let drainQueue: DispatchQueue
+    @usableFromInline var changeLog: _ChangeLog<Key, Value>?
+    @usableFromInline let drainQueue: DispatchQueue
     let background = _Locked(_BackgroundTasks())
     let subscribers = _Locked(_Subscribers<Key, Value>())
     /// Memory-pressure subscriptions, cancelled when the cache goes.
@@ -154,7 +160,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @inlinable
     public func value(forKey key: Key) -> Value? {
         if _exclusiveReads { return _exclusive { state, now in state.core.value(forKey: key, now: now) } }
-        let (value, bufferFull) = _reading { state, stripe, now -> (Value?, Bool) in
+        let (value, bufferFull) = _reading(key: key) { state, stripe, now -> (Value?, Bool) in
             let slot = state.core.slot(of: key)
             guard slot >= 0, !state.core._isExpired(slot, now: now) else {
                 if _recordsStatistics.load(ordering: .relaxed) { stripe.misses.wrappingAdd(1, ordering: .relaxed) }
@@ -176,7 +182,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// - Complexity: O(1).
     @inlinable
     public func peekValue(forKey key: Key) -> Value? {
-        _reading { state, _, now in
+        _reading(key: key) { state, _, now in
             let slot = state.core.slot(of: key)
             return slot >= 0 && !state.core._isExpired(slot, now: now) ? state.core.entries[Int(slot)].value : nil
         }
@@ -187,7 +193,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// - Complexity: O(1).
     @inlinable
     public func contains(_ key: Key) -> Bool {
-        _reading { state, _, now in
+        _reading(key: key) { state, _, now in
             let slot = state.core.slot(of: key)
             return slot >= 0 && !state.core._isExpired(slot, now: now)
         }

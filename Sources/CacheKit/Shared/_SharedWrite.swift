@@ -33,8 +33,11 @@ struct _PurgeTarget<Key: Hashable & Sendable>: Sendable {
 }
 
 /// The writes issued and not yet applied.
+@usableFromInline
 struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    var writes: [_SharedWrite<Key, Value>] = []
+    @usableFromInline var writes: [_SharedWrite<Key, Value>] = []
     /// Whether a background drain is queued.
-    var drainScheduled = false
+    @usableFromInline var drainScheduled = false
+
+    init() {}
 }

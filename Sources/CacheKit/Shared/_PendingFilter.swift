@@ -1,0 +1,50 @@
+import Synchronization
+
+/// Which keys the queued writes of a ``SharedCache`` touch, approximately: a counting filter of
+/// key hashes, plus a count of queued writes that may touch any key (bulk operations, limits,
+/// purges). A point read drains the queue first only if a queued write may touch its key, so
+/// readers of other keys keep sharing the lock while writes queue.
+///
+/// Counts go up when a write is queued and down when a drain has applied it, under the exclusive
+/// lock, before it is released. A hash collision only costs a drain that was not needed.
+@usableFromInline
+final class _PendingFilter: @unchecked Sendable {
+    // Each element is an atomic; the buffer is allocated once and never moves.
+    @usableFromInline let counts: UnsafeMutablePointer<Atomic<Int32>>
+    @usableFromInline static let bucketCount = 1_024
+    /// Queued writes that may touch any key.
+    @usableFromInline let bulk = Atomic<Int>(0)
+
+    init() {
+        counts = .allocate(capacity: Self.bucketCount)
+        for index in 0..<Self.bucketCount { (counts + index).initialize(to: Atomic(0)) }
+    }
+
+    deinit {
+        counts.deinitialize(count: Self.bucketCount)
+        counts.deallocate()
+    }
+
+    @inlinable
+    static func bucket(of key: some Hashable) -> Int { key.hashValue & (bucketCount - 1) }
+
+    /// Whether a queued write may touch `key`.
+    @inlinable
+    func mayTouch(_ key: some Hashable) -> Bool {
+        bulk.load(ordering: .sequentiallyConsistent) > 0
+            || counts[Self.bucket(of: key)].load(ordering: .sequentiallyConsistent) > 0
+    }
+
+    /// Counts `write` as queued (`delta` 1) or applied (`delta` -1).
+    @inlinable
+    func count<Key, Value>(_ write: _SharedWrite<Key, Value>, _ delta: Int32) {
+        switch write {
+        case .set(let key, _, _, _, _):
+            counts[Self.bucket(of: key)].wrappingAdd(delta, ordering: .sequentiallyConsistent)
+        case .remove(let keys) where keys.count <= 64:
+            for key in keys { counts[Self.bucket(of: key)].wrappingAdd(delta, ordering: .sequentiallyConsistent) }
+        default:
+            bulk.wrappingAdd(Int(delta), ordering: .sequentiallyConsistent)
+        }
+    }
+}
