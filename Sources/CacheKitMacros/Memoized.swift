@@ -3,7 +3,7 @@
 /// Memoizes a function or method: calls with arguments seen before return the stored result
 /// instead of running the body again. Adding caching to an existing method is one line.
 ///
-/// ``swift
+/// ```swift
 /// import CacheKitMacros
 ///
 /// final class WeatherService: Sendable {
@@ -12,12 +12,12 @@
 ///         try await api.fetch(location)
 ///     }
 /// }
-/// ``
+/// ```
 ///
 /// The method is written as usual; the macro keeps its signature and replaces its body with a
 /// call through a `MemoizedFunction`, which it adds beside it:
 ///
-/// ``swift
+/// ```swift
 /// func weather(for location: Location) async throws -> Weather {
 ///     try await self._memoized_weather.call(arguments: CacheKit.MemoArguments(location)) { () async throws -> Weather in
 ///         try await self._uncached_weather(for: location)
@@ -28,7 +28,7 @@
 /// private func _uncached_weather(for location: Location) async throws -> Weather {
 ///     try await api.fetch(location)
 /// }
-/// ``
+/// ```
 ///
 /// `_memoized_NAME` is the function's `MemoizedFunction`, with the function's access level:
 /// use it for `MemoizedFunction/statistics`, `MemoizedFunction/expireAll()`, expiration
@@ -116,10 +116,10 @@ public macro Memoized(
 /// Memoizes a function or method, with an insertion policy or a cost for its results `Output`.
 /// See `Memoized(countLimit:totalCostLimit:policy:expiration:expiresAfter:clock:isEnabled:keys:)`.
 ///
-/// ``swift
+/// ```swift
 /// @Memoized(countLimit: 100, insertionPolicy: { (thumbnail: Data) in thumbnail.count <= 30_000 })
 /// func thumbnail(for url: URL) async throws -> Data { ... }
-/// ``
+/// ```
 @attached(body)
 @attached(peer, names: prefixed(_memoized_), prefixed(_uncached_))
 public macro Memoized<Output>(
@@ -139,13 +139,13 @@ public macro Memoized<Output>(
 /// limits, policy and expiration apply to all of them). See
 /// `Memoized(countLimit:totalCostLimit:policy:expiration:expiresAfter:clock:isEnabled:keys:)`.
 ///
-/// ``swift
+/// ```swift
 /// enum Lookups {
 ///     static let cache = MemoCache(countLimit: 1_000, policy: .lru)
 ///     @Memoized(cache: Lookups.cache) static func country(code: String) -> Country? { ... }
 ///     @Memoized(cache: Lookups.cache) static func currency(code: String) -> Currency? { ... }
 /// }
-/// ``
+/// ```
 @attached(body)
 @attached(peer, names: prefixed(_memoized_), prefixed(_uncached_))
 public macro Memoized(
