@@ -92,6 +92,46 @@ struct SharedCacheTests {
         #expect(cache.allItems() == Dictionary(uniqueKeysWithValues: (0..<threads).map { ($0, writes - 1) }))
     }
 
+    @Test(
+        "every read of a key sees the writes to it issued before, whatever else is queued (random ops vs a dictionary)"
+    )
+    func pointReadsSeeQueuedWritesToTheirKey() {
+        // Unbounded, so nothing is evicted and the dictionary is an exact model. Reads of one key
+        // drain only when a queued write may touch that key; this checks that none is missed:
+        // single-key writes, multi-key removals, merges and removeAll, in random order.
+        let cache = SharedCache<Int, Int>(name: "model")
+        var model: [Int: Int] = [:]
+        var rng = SeededGenerator(seed: 99)
+        for step in 0..<20_000 {
+            let key = Int.random(in: 0..<3_000, using: &rng)
+            switch Int.random(in: 0..<100, using: &rng) {
+            case 0..<30:
+                cache[key] = step
+                model[key] = step
+            case 30..<36:
+                cache.removeValue(forKey: key)
+                model[key] = nil
+            case 36..<38:
+                let keys = (0..<Int.random(in: 1..<100, using: &rng)).map { _ in Int.random(in: 0..<3_000, using: &rng)
+                }
+                cache.removeValues(forKeys: keys)
+                for k in keys { model[k] = nil }
+            case 38..<40:
+                let entries = (0..<20).map { i in (key: (key + i * 7) % 3_000, value: -step - i) }
+                cache.addEntries(from: entries)
+                for entry in entries { model[entry.key] = entry.value }
+            case 40:
+                cache.removeAll()
+                model = [:]
+            case 41..<70:
+                #expect(cache.contains(key) == (model[key] != nil), "step \(step)")
+            default:
+                #expect(cache[key] == model[key], "step \(step)")
+            }
+        }
+        #expect(cache.allItems() == model)
+    }
+
     @Test("no reader sees half of a bulk write")
     func bulkAtomicity() {
         let cache = SharedCache<Int, Int>()
