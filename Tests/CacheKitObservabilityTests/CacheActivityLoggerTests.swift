@@ -31,6 +31,23 @@ struct CacheActivityLoggerTests {
         )
     }
 
+    @Test func aMemoizedFunctionsCacheLogsCallsByFunctionAndArguments() {
+        let logs = LogStore()
+        let memo = MemoizedFunction<Int>("length(of:)", countLimit: 10, policy: .lru)
+        memo.cache.enableMonitoring(label: "memo", logger: logs.logger(level: .trace), metrics: false)
+        let length = memo.wrap { (text: String) in text.count }
+        #expect(length("Paris") == 5)
+        #expect(length("Paris") == 5)
+        #expect(
+            logs.summaries == [
+                "trace cache miss cache=memo key=length(of:) [Paris]",
+                "debug cache load cache=memo key=length(of:) [Paris]",
+                "trace cache write cache=memo cost=0 key=length(of:) [Paris]",
+                "trace cache hit cache=memo key=length(of:) [Paris]",
+            ]
+        )
+    }
+
     @Test func evictionIsLoggedAtDebugWithItsReason() {
         let logs = LogStore()
         let cache = loggedCache(logs, countLimit: 1)
