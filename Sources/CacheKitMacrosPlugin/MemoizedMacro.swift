@@ -343,10 +343,16 @@ struct MemoizationPlan {
     var storageDeclaration: DeclSyntax {
         let staticKeyword = storage == .typeProperty ? "static " : ""
         let identityLiteral = StringLiteralExprSyntax(content: identity)
+        // Instances sharing a cache each need their own identity, or one would get another's
+        // results (the key has no `self` unless asked for).
+        let sharesCache = initializerArguments.contains { $0.label?.text == "cache" }
+        let identityExpression =
+            storage == .instanceProperty && sharesCache
+            ? "CacheKit.Memoization.instanceIdentity(\(identityLiteral))" : "\(identityLiteral)"
         let options = initializerArguments.isEmpty ? "" : ", \(initializerArguments.description)"
         return """
             \(raw: accessModifier)\(raw: staticKeyword)let \(raw: storageName) = \
-            CacheKit.MemoizedFunction<\(raw: output)>(\(identityLiteral)\(raw: options))
+            CacheKit.MemoizedFunction<\(raw: output)>(\(raw: identityExpression)\(raw: options))
             """
     }
 

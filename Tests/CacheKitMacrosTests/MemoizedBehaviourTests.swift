@@ -4,6 +4,19 @@ import Testing
 
 // Types using @Memoized for real: the tests check what their calls return and run.
 
+/// Instances with different state whose memoized method shares one cache.
+final class Account: Sendable {
+    static let shared = MemoCache(countLimit: 100, policy: .lru)
+    let cents: Int
+
+    init(cents: Int) { self.cents = cents }
+
+    @Memoized(cache: Account.shared)
+    func balance(in currency: String) -> Int {
+        currency == "EUR" ? cents : cents * 2
+    }
+}
+
 final class Squarer: Sendable {
     let runs = Atomic<Int>(0)
 
@@ -264,6 +277,19 @@ struct MemoizedBehaviourTests {
         Lookups._memoized_length.expireAll()  // only length's results leave the shared cache
         #expect(Lookups.shared.count == 1)
         #expect(Lookups._memoized_vowels.id == "Lookups.vowels(of:)")
+    }
+
+    @Test func instancesSharingACacheKeepTheirOwnResults() {
+        let rich = Account(cents: 1_000)
+        let poor = Account(cents: 5)
+        #expect(rich.balance(in: "EUR") == 1_000)
+        #expect(poor.balance(in: "EUR") == 5)
+        #expect(rich.balance(in: "EUR") == 1_000)
+        #expect(rich._memoized_balance.statistics.hitCount == 1)
+        #expect(rich._memoized_balance.id != poor._memoized_balance.id)
+        poor._memoized_balance.expireAll()  // the other instance's results stay
+        #expect(rich.balance(in: "EUR") == 1_000)
+        #expect(rich._memoized_balance.statistics.hitCount == 2)
     }
 
     @Test func selfInTheKeySeparatesInstances() {

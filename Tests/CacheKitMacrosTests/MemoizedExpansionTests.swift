@@ -110,6 +110,34 @@ struct MemoizedExpansionTests {
         )
     }
 
+    @Test func instanceMethodsSharingACacheGetAnIdentityPerInstance() {
+        assertExpansion(
+            """
+            final class Account: Sendable {
+                @Memoized(cache: Account.shared)
+                func balance(in currency: String) -> Int {
+                    cents / rate(currency)
+                }
+            }
+            """,
+            expandedSource: """
+                final class Account: Sendable {
+                    func balance(in currency: String) -> Int {
+                        self._memoized_balance.call(arguments: CacheKit.MemoArguments(currency)) { () -> Int in
+                            self._uncached_balance(in: currency)
+                        }
+                    }
+
+                    let _memoized_balance = CacheKit.MemoizedFunction<Int>(CacheKit.Memoization.instanceIdentity("Account.balance(in:)"), cache: Account.shared)
+
+                    private func _uncached_balance(in currency: String) -> Int {
+                        cents / rate(currency)
+                    }
+                }
+                """
+        )
+    }
+
     @Test func staticMethodInAnExtensionWithASharedCacheAndNonThrowingAsync() {
         assertExpansion(
             """

@@ -26,6 +26,9 @@ enum _StoreCondition {
     case always
     /// Only when the key has no entry (otherwise the existing value is kept and returned).
     case ifAbsent
+    /// Like `ifAbsent`, and only if `isCurrent()`, asked inside the critical section, still holds
+    /// (a memoized call stores nothing when its function was expired while it ran).
+    case ifAbsentAndCurrent(() -> Bool)
     /// Only when the load `id` is still the key's load (no write, removal or `expireAll`
     /// detached it); it is retired in the same critical section. A refresh (`refreshing` is the
     /// slot it reloads, else -1) also needs that slot to still hold the key with `generation`: it
@@ -165,6 +168,9 @@ extension _StateHost {
                 // A newer write: a load running for the key must not overwrite it.
                 state.detachLoad(forKey: key)
             case .ifAbsent:
+                if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
+            case .ifAbsentAndCurrent(let isCurrent):
+                guard isCurrent() else { return (.replaced, value, nil) }
                 if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
             case .ifLoadCurrent(let id, let refreshing, let generation):
                 // A load that was detached answers its waiters with what it loaded, storing nothing.

@@ -15,6 +15,14 @@ import Synchronization
 /// ```
 public enum Memoization {
     private static let enabled = Atomic<Bool>(true)
+    private static let instances = Atomic<UInt64>(0)
+
+    /// `base` made unique, as `base#N`: the identity `@Memoized` gives an instance method's
+    /// function when its cache is shared (`cache:`), so that one instance never gets another's
+    /// results and expiring one instance's results leaves the others'.
+    public static func instanceIdentity(_ base: String) -> String {
+        "\(base)#\(instances.add(1, ordering: .relaxed).newValue)"
+    }
 
     /// Whether memoized functions cache at all (`true` by default): the process-wide switch.
     /// Tests that run in parallel should prefer ``withCachingDisabled(_:)-(()->R)``, which

@@ -63,6 +63,15 @@ public struct MemoValue: Sendable {
 /// ``Cache/value(forKey:cost:expiresAfter:loader:)``, whose rules apply: the call runs in a task
 /// of its own, and cancelling one caller does not cancel it for the others).
 ///
+/// What changes for an `async` function with caching on: its run happens in a task of its own,
+/// so cancelling the caller does not cancel the run, the run sees the task-local values of the
+/// caller that started it, and a run that calls the function with its own arguments gets
+/// ``CacheLoadError/recursiveLoad(key:)`` (a non-throwing function's inner call runs uncached
+/// instead). With caching off the function runs in the caller's task, as it is written.
+///
+/// ``Expiration/refreshAfterWrite`` refreshes the results of `async` functions only; a
+/// synchronous call that finds a result due for refresh returns it as it is.
+///
 /// ## Switching caching off
 /// With caching off, each call runs the function directly and the cache is neither read nor
 /// written, so the code behaves exactly as without memoization. Off globally
@@ -90,6 +99,9 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     private let enabled: Atomic<Bool>
     private let counters = _MemoCounters()
     private let triggers = _Triggers()
+    /// Incremented by ``expireAll()`` before it removes anything: a synchronous call that saw
+    /// another value when it started stores nothing.
+    private let epoch = Atomic<UInt64>(0)
 
     /// Memoizes a function in a cache of its own.
     ///
@@ -224,6 +236,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             return output(of: hit)
         }
         counters.recordMiss()
+        let startEpoch = epoch.load(ordering: .sequentiallyConsistent)
         let start = ContinuousClock.now
         let result: Output
         do {
@@ -242,7 +255,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             forKey: key,
             cost: cost?(result) ?? 0,
             expiresAfter: expiresAfter,
-            when: .ifAbsent,
+            when: .ifAbsentAndCurrent { self.epoch.load(ordering: .sequentiallyConsistent) == startEpoch },
             admitted: insertionPolicy?(result) ?? true
         ).stored
         return output(of: stored)
@@ -288,13 +301,21 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
                 throw error
             }
         }
-        let (value, wasHit) = try await cache._value(
-            forKey: MemoKey(function: id, arguments: arguments),
-            cost: costOfValue,
-            admit: admit,
-            expiresAfter: expiresAfter,
-            loader: loader
-        )
+        let value: MemoValue
+        let wasHit: Bool
+        do {
+            (value, wasHit) = try await cache._value(
+                forKey: MemoKey(function: id, arguments: arguments),
+                cost: costOfValue,
+                admit: admit,
+                expiresAfter: expiresAfter,
+                loader: loader
+            )
+        } catch {
+            // A failed run, shared or not, is a miss for every caller that waited for it.
+            counters.recordMiss()
+            throw error
+        }
         if wasHit { counters.recordHit(saving: value.computeTime) } else { counters.recordMiss() }
         return output(of: value)
     }
@@ -314,7 +335,9 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         do {
             return try await call(arguments: arguments, throwing)
         } catch {
-            // `compute` throws nothing: the error is the recursive load's.
+            // `compute` throws nothing: the error is the recursive load's. Run it as if caching
+            // were off for this call.
+            counters.recordBypass()
             return await compute()
         }
     }
@@ -331,12 +354,15 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
 
     // MARK: Expiration
 
-    /// Removes every result this function stored (reason ``RemovalReason/expired``), and detaches
-    /// its calls running now so they store nothing. Other functions' results in a shared cache stay.
+    /// Removes every result this function stored (reason ``RemovalReason/expired``); calls running
+    /// now return their results but store nothing. Other functions' results in a shared cache
+    /// stay. (A function created with a cache of its own empties that cache: do not hand it to
+    /// other functions; create a ``MemoCache`` to share instead.)
     ///
     /// - Complexity: O(1) plus the removal handler for a cache of its own; O(n) in the shared
     ///   cache's entries otherwise.
     public func expireAll() {
+        epoch.add(1, ordering: .sequentiallyConsistent)
         if ownsCache {
             cache.expireAll()
         } else {
