@@ -19,7 +19,8 @@ public enum Memoization {
 
     /// `base` made unique, as `base#N`: the identity `@Memoized` gives an instance method's
     /// function when its cache is shared (`cache:`), so that one instance never gets another's
-    /// results and expiring one instance's results leaves the others'.
+    /// results and expiring one instance's results leaves the others'. The results of an instance
+    /// that is gone stay in the shared cache until its limits or expiry remove them.
     public static func instanceIdentity(_ base: String) -> String {
         "\(base)#\(instances.add(1, ordering: .relaxed).newValue)"
     }
