@@ -31,18 +31,26 @@ final class _StripedLock: @unchecked Sendable {
         @usableFromInline let hits = Atomic<Int>(0)
         @usableFromInline let misses = Atomic<Int>(0)
         /// Reads recorded since the last drain (may run past the capacity: those were dropped).
-        /// Each reader claims a distinct index with one fetch-add and writes only its own element;
-        /// the drainer reads them holding the lock exclusively, after every reader has left.
+        /// Each reader claims an index with one fetch-add and publishes its read there with an
+        /// atomic store; the drainer takes each element with an atomic exchange. Drains may run
+        /// while readers record (under the cache's policy lock, not the exclusive lock), so a
+        /// read published after its element was taken may be replayed late or overwritten: the
+        /// buffer is lossy, as Caffeine's is, and never torn.
         @usableFromInline let readCount = Atomic<Int>(0)
-        @usableFromInline let reads: UnsafeMutablePointer<_SlotRead>
+        /// Each element is an atomic `_SlotRead.packed`, 0 when empty.
+        @usableFromInline let reads: UnsafeMutablePointer<Atomic<UInt64>>
         // Keeps the next stripe's counters off this one's cache lines.
         private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
 
         init() {
             reads = .allocate(capacity: _StripedLock.readBufferCapacity)
+            for index in 0..<_StripedLock.readBufferCapacity { (reads + index).initialize(to: Atomic(0)) }
         }
 
-        deinit { reads.deallocate() }
+        deinit {
+            reads.deinitialize(count: _StripedLock.readBufferCapacity)
+            reads.deallocate()
+        }
 
         /// Notes that a reader used `slot` (whose generation was `generation`); returns `false`
         /// when the buffer is full (the read is dropped, as Caffeine drops reads under load).
@@ -50,7 +58,7 @@ final class _StripedLock: @unchecked Sendable {
         func record(_ slot: Int32, generation: UInt32) -> Bool {
             let index = readCount.wrappingAdd(1, ordering: .relaxed).oldValue
             guard index < _StripedLock.readBufferCapacity else { return false }
-            reads[index] = _SlotRead(slot: slot, generation: generation)
+            reads[index].store(_SlotRead(slot: slot, generation: generation).packed, ordering: .releasing)
             return index + 1 < _StripedLock.readBufferCapacity
         }
     }
@@ -131,14 +139,17 @@ final class _StripedLock: @unchecked Sendable {
     }
 
     /// Calls `body` with every buffered read, oldest first per stripe, and empties the buffers.
-    /// Only while holding the lock exclusively.
+    /// Only one drainer at a time (the cache's policy lock); readers may record meanwhile.
     @inlinable
     func drainReads(_ body: (_SlotRead) -> Void) {
         for stripe in stripes {
-            let count = Swift.min(stripe.readCount.load(ordering: .relaxed), Self.readBufferCapacity)
+            let count = Swift.min(stripe.readCount.load(ordering: .acquiring), Self.readBufferCapacity)
             guard count > 0 else { continue }
-            for i in 0..<count { body(stripe.reads[i]) }
-            stripe.readCount.store(0, ordering: .relaxed)
+            for i in 0..<count {
+                let packed = stripe.reads[i].exchange(0, ordering: .acquiring)
+                if packed != 0 { body(_SlotRead(packed: packed)) }
+            }
+            stripe.readCount.store(0, ordering: .releasing)
         }
     }
 
@@ -168,5 +179,15 @@ struct _SlotRead {
     init(slot: Int32, generation: UInt32) {
         self.slot = slot
         self.generation = generation
+    }
+
+    /// The read in one word, never 0 (the slot is stored plus one).
+    @inlinable
+    var packed: UInt64 { (UInt64(UInt32(bitPattern: slot)) &+ 1) << 32 | UInt64(generation) }
+
+    @inlinable
+    init(packed: UInt64) {
+        slot = Int32(bitPattern: UInt32(truncatingIfNeeded: (packed >> 32) &- 1))
+        generation = UInt32(truncatingIfNeeded: packed)
     }
 }

@@ -46,12 +46,41 @@ extension SharedCache {
         return _drainHoldingLock(body)
     }
 
-    /// A drain by a reader whose read buffer filled, if no one else holds the lock: the replay
-    /// costs the reader O(64) once per 64 reads, and no thread waits for it.
+    /// The replay by a reader whose read buffer filled, if no one else holds the policy lock:
+    /// it costs the reader O(64) once per 64 reads, and no thread waits for it. It holds the
+    /// policy lock only, not the exclusive lock, so other readers keep reading meanwhile: a
+    /// replay writes only the policy's own state and the entries' list links, which readers never
+    /// read (they read the index, keys, values, generations and deadlines, which only drains
+    /// change, holding both locks).
     @inlinable
     func _maintain() {
-        guard _lock.tryLockExclusive() else { return }
-        _drainHoldingLock { _, _ in }
+        guard _policyLock.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            return
+        }
+        replayReads()
+        _unlockPolicy()
+    }
+
+    /// Takes the policy lock, waiting for a replay in progress (which waits for nothing).
+    @inlinable
+    func _lockPolicy() {
+        while !_policyLock.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged {
+            sched_yield()
+        }
+    }
+
+    @inlinable
+    func _unlockPolicy() { _policyLock.store(false, ordering: .releasing) }
+
+    /// `_reading` that also holds the policy lock, for walks in eviction order (the lists a
+    /// concurrent replay would be relinking).
+    @inlinable
+    func _readingInEvictionOrder<R>(_ body: (borrowing _CacheState<Key, Value>, Int64) -> R) -> R {
+        _reading { state, _, now in
+            _lockPolicy()
+            defer { _unlockPolicy() }
+            return body(state, now)
+        }
     }
 
     /// The work of `_exclusive` once the lock is held; releases it. Inlinable, as is what it
@@ -59,6 +88,9 @@ extension SharedCache {
     /// (unspecialized, a fifth of a drain went to looking up generic metadata).
     @inlinable
     func _drainHoldingLock<R>(_ body: (inout _CacheState<Key, Value>, Int64) -> R) -> R {
+        // Lock order: exclusive, then policy. A replay holds the policy lock alone and waits
+        // for nothing, so this wait ends.
+        _lockPolicy()
         let now = _timekeeper.now()
         let writes = pending.withLock { pending in
             defer { pending.writes = [] }
@@ -77,6 +109,7 @@ extension SharedCache {
         }
         let result = body(&_state.pointee, now)
         let deliver = removals.isEmpty ? false : outbox.withLock { $0.post(removals) }
+        _unlockPolicy()
         _lock.unlockExclusive()
         // Released here, unlocked: a value dropped by a write never deinitializes under the lock.
         withExtendedLifetime((writes, removals)) {}

@@ -9,7 +9,7 @@ extension SharedCache {
     @discardableResult
     public func purgeEvictableItems(context: (any Sendable)? = nil) -> Int {
         guard let evictionDecider else { return 0 }
-        let candidates = _reading { state, _, now -> [(target: _PurgeTarget<Key>, value: Value)] in
+        let candidates = _readingInEvictionOrder { state, now -> [(target: _PurgeTarget<Key>, value: Value)] in
             var result: [(target: _PurgeTarget<Key>, value: Value)] = []
             result.reserveCapacity(state.core.count)
             state.core.forEachSlotInEvictionOrder { slot in

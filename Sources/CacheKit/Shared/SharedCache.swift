@@ -34,9 +34,11 @@ import Synchronization
 /// by any ``EvictionPolicy``. Readers cannot reorder the policy's lists while they share the lock,
 /// so each stripe buffers the slots its readers used (up to 64), and the next drain replays them
 /// before it applies writes, as Caffeine does. The reader that fills a buffer replays it itself
-/// if no one holds the lock; otherwise that read goes unrecorded: under heavy contention, recency
-/// is approximate. Eviction happens only in
-/// writes, and every write first replays the buffered reads.
+/// under a policy lock of its own while other readers go on (a replay relinks only the lists,
+/// which readers never read); if a replay is running, that read goes unrecorded. So recency is
+/// approximate: under contention some reads are dropped, and a read may reach the policy before
+/// a write to another key issued just before it. Eviction happens only in writes, and every
+/// write first replays the buffered reads.
 ///
 /// ## Expiration
 /// ``Expiration/afterWrite`` and per-entry `expiresAfter` cost readers nothing extra: an expired
@@ -60,6 +62,9 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @usableFromInline let _pendingCount = Atomic<Int>(0)
     /// The keys the queued writes may touch: a point read of another key need not drain.
     @usableFromInline let _pendingKeys = _PendingFilter()
+    /// Held to replay buffered reads into the policy (alone: readers go on) and by every drain
+    /// (inside the exclusive lock); see `_maintain()`.
+    @usableFromInline let _policyLock = Atomic<Bool>(false)
     @usableFromInline let _timekeeper: _Timekeeper
     /// Reads must take the lock exclusively (a time to idle is set).
     @usableFromInline let _exclusiveReads: Bool
@@ -220,7 +225,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     ///
     /// - Complexity: O(*n*).
     public func allItems() -> [Key: Value] {
-        _reading { state, _, now in
+        _readingInEvictionOrder { state, now in
             var result: [Key: Value] = Dictionary(minimumCapacity: state.core.count)
             state.core.forEachSlotInEvictionOrder { slot in
                 if !state.core._isExpired(slot, now: now) {
