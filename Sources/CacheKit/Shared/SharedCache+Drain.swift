@@ -13,25 +13,18 @@ import Darwin
 // queued writes in issue order and hand their removals to the outbox before unlocking.
 
 extension SharedCache {
-    /// Runs `body` holding the lock shared, after applying any write issued before this call.
-    @inlinable
-    func _reading<R>(_ body: (borrowing _CacheState<Key, Value>, _StripedLock.Stripe, Int64) -> R) -> R {
-        if _pendingCount.load(ordering: .sequentiallyConsistent) > 0 { _drain() }
-        let now = _timekeeper.now()
-        let stripe = _lock.lockShared()
-        defer { _lock.unlockShared(stripe) }
-        return body(_state.pointee, stripe, now)
-    }
-
-    /// Runs `body` holding the lock shared, after applying the queued writes if any of them may
-    /// touch `key`: a read of one key sees every write to it issued before the read. Writes to
-    /// other keys may still be queued; what they evict leaves when they are applied.
+    /// Runs `body` holding the lock shared, after applying the queued writes: all of them, or,
+    /// for a read of one `key`, only if one of them may touch it (so a read of one key sees every
+    /// write to it issued before the read; writes to other keys may still be queued, and what they
+    /// evict leaves when they are applied).
     @inlinable
     func _reading<R>(
-        key: Key,
+        key: Key? = nil,
         _ body: (borrowing _CacheState<Key, Value>, _StripedLock.Stripe, Int64) -> R
     ) -> R {
-        if _pendingCount.load(ordering: .sequentiallyConsistent) > 0, _pendingKeys.mayTouch(key) { _drain() }
+        if _pendingCount.load(ordering: .sequentiallyConsistent) > 0, key.map(_pendingKeys.mayTouch) ?? true {
+            _drain()
+        }
         let now = _timekeeper.now()
         let stripe = _lock.lockShared()
         defer { _lock.unlockShared(stripe) }
