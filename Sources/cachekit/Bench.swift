@@ -43,6 +43,23 @@ enum Bench {
         var workload: String
         var threads: Int
         var nsPerOp: Double
+        /// ns/op of each round, in round order (not in the JSON).
+        var rounds: [Double] = []
+
+        enum CodingKeys: String, CodingKey {
+            case subject, policy, workload, threads, nsPerOp
+        }
+
+        /// This case's cost over `baseline`'s: the median of the per-round ratios. Both ran in
+        /// each round, one after the other, so a slow spell on this shared machine slows both
+        /// and cancels out, which a ratio of the two medians does not do.
+        func ratio(to baseline: Result) -> Double {
+            let ratios = zip(rounds, baseline.rounds).map { $0 / $1 }.sorted()
+            guard !ratios.isEmpty else { return nsPerOp / baseline.nsPerOp }
+            return ratios.count % 2 == 1
+                ? ratios[ratios.count / 2]
+                : (ratios[ratios.count / 2 - 1] + ratios[ratios.count / 2]) / 2
+        }
     }
 
     static func run(_ arguments: [String]) throws {
@@ -105,6 +122,21 @@ enum Bench {
                         )
                     )
                 }
+                // Cache right before its variants, so that each round runs them back to back.
+                if chosenSubjects.contains("Cache") {
+                    for threads in threadCounts {
+                        cases.append(
+                            (
+                                "Cache", policy.name, threads,
+                                {
+                                    plan.measureOnce(threads: threads) {
+                                        Cache<Int, Int>(countLimit: capacity, policy: policy)
+                                    }
+                                }
+                            )
+                        )
+                    }
+                }
                 for (subject, make) in [
                     (
                         "Cache+ttl",
@@ -135,20 +167,6 @@ enum Bench {
                                 {
                                     plan.measureOnce(threads: threads) {
                                         SharedCache<Int, Int>(countLimit: capacity, policy: policy)
-                                    }
-                                }
-                            )
-                        )
-                    }
-                }
-                if chosenSubjects.contains("Cache") {
-                    for threads in threadCounts {
-                        cases.append(
-                            (
-                                "Cache", policy.name, threads,
-                                {
-                                    plan.measureOnce(threads: threads) {
-                                        Cache<Int, Int>(countLimit: capacity, policy: policy)
                                     }
                                 }
                             )
@@ -187,7 +205,8 @@ enum Bench {
                         policy: c.policy,
                         workload: workload,
                         threads: c.threads,
-                        nsPerOp: sorted[sorted.count / 2]
+                        nsPerOp: sorted[sorted.count / 2],
+                        rounds: samples[i]
                     )
                 )
             }
@@ -211,13 +230,14 @@ enum Bench {
 
     static func printTable(_ results: [Result], capacity: Int, ops: Int, repetitions: Int) {
         print("cachekit bench: capacity \(capacity), \(ops) ops per case, median of \(repetitions)")
-        let baseline = Dictionary(
-            results.filter { $0.subject == "Dictionary" }.map { ($0.workload, $0.nsPerOp) },
-            uniquingKeysWith: { a, _ in a }
-        )
+        func find(_ subject: String, _ policy: String, _ workload: String, threads: Int = 1) -> Result? {
+            results.first {
+                $0.subject == subject && $0.policy == policy && $0.workload == workload && $0.threads == threads
+            }
+        }
         var rows: [[String]] = []
         for r in results {
-            let ratio = baseline[r.workload].map { String(format: "%.2fx", r.nsPerOp / $0) } ?? "-"
+            let ratio = find("Dictionary", "", r.workload).map { String(format: "%.2fx", r.ratio(to: $0)) } ?? "-"
             rows.append([r.subject, r.policy, r.workload, "\(r.threads)", String(format: "%.1f", r.nsPerOp), ratio])
         }
         printAligned(
@@ -225,34 +245,33 @@ enum Bench {
             rows: rows,
             rightAligned: [3, 4, 5]
         )
-        func find(_ subject: String, _ policy: String) -> Double? {
-            results.first { $0.subject == subject && $0.policy == policy && $0.workload == "mix" && $0.threads == 1 }?
-                .nsPerOp
-        }
-        if let cache = find("Cache", "lru") {
-            print("")
-            if let dictionary = find("Dictionary", "") {
-                print(String(format: "mix: Cache(lru) costs %.2fx Dictionary", cache / dictionary))
+        print("")
+        print("Ratios are medians of per-round ratios (both cases ran in every round).")
+        if let cache = find("Cache", "lru", "mix") {
+            if let dictionary = find("Dictionary", "", "mix") {
+                print(String(format: "mix: Cache(lru) costs %.2fx Dictionary", cache.ratio(to: dictionary)))
             }
-            if let nsCache = find("NSCache", "") {
-                print(String(format: "mix: Cache(lru) is %.1fx faster than NSCache", nsCache / cache))
+            if let nsCache = find("NSCache", "", "mix") {
+                print(String(format: "mix: Cache(lru) is %.1fx faster than NSCache", nsCache.ratio(to: cache)))
             }
         }
         // SharedCache: a read against Cache's, and how read-mostly throughput scales.
         for policy in Set(results.map(\.policy)).sorted() where !policy.isEmpty {
-            func ns(_ subject: String, _ workload: String, _ threads: Int) -> Double? {
-                results.first {
-                    $0.subject == subject && $0.policy == policy && $0.workload == workload && $0.threads == threads
-                }?.nsPerOp
+            if let shared = find("SharedCache", policy, "get-hit"), let cache = find("Cache", policy, "get-hit") {
+                print(
+                    String(
+                        format: "get-hit, \(policy): a SharedCache read costs %.2fx a Cache read",
+                        shared.ratio(to: cache)
+                    )
+                )
             }
-            if let shared = ns("SharedCache", "get-hit", 1), let cache = ns("Cache", "get-hit", 1) {
-                print(String(format: "get-hit, \(policy): a SharedCache read costs %.2fx a Cache read", shared / cache))
-            }
-            if let one = ns("SharedCache", "read90", 1), let two = ns("SharedCache", "read90", 2) {
+            if let one = find("SharedCache", policy, "read90"),
+                let two = find("SharedCache", policy, "read90", threads: 2)
+            {
                 print(
                     String(
                         format: "read90, \(policy): SharedCache on 2 threads has %.2fx the throughput of 1 thread",
-                        one / two
+                        one.ratio(to: two)
                     )
                 )
             }
@@ -260,25 +279,20 @@ enum Bench {
         // The cost of a feature: the same case with the feature on, over the case without it.
         for workload in workloads {
             for policy in Set(results.map(\.policy)).sorted() where !policy.isEmpty {
-                func ns(_ subject: String) -> Double? {
-                    results.first {
-                        $0.subject == subject && $0.policy == policy && $0.workload == workload && $0.threads == 1
-                    }?.nsPerOp
-                }
-                guard let cache = ns("Cache") else { continue }
-                if let ttl = ns("Cache+ttl") {
+                guard let cache = find("Cache", policy, workload) else { continue }
+                if let ttl = find("Cache+ttl", policy, workload) {
                     print(
                         String(
                             format: "\(workload), \(policy): TTL costs %+.1f%% (Cache+ttl vs Cache)",
-                            (ttl / cache - 1) * 100
+                            (ttl.ratio(to: cache) - 1) * 100
                         )
                     )
                 }
-                if let off = ns("Cache-stats") {
+                if let off = find("Cache-stats", policy, workload) {
                     print(
                         String(
                             format: "\(workload), \(policy): statistics cost %+.1f%% (Cache vs Cache-stats)",
-                            (cache / off - 1) * 100
+                            (cache.ratio(to: off) - 1) * 100
                         )
                     )
                 }
