@@ -4,12 +4,20 @@
 /// Times are nanoseconds since the cache's clock was first read (`_Timekeeper`); `Int64.max`
 /// means never. Each slot has a write deadline (when its value's time to live runs out) and, with
 /// a time to idle, an idle deadline (its last read or write plus the time to idle); it expires at
-/// the earlier of the two. Three structures order the slots, Caffeine's way:
-/// - `writeOrder`, a list in write order of the entries that live the cache's time to live. One
-///   duration for all means write order is deadline order: a write moves its slot to the tail, the
-///   sweep takes from the head. O(1).
+/// the earlier of the two. Three structures order the slots:
+/// - `writeQueue`, a FIFO of 8-byte (slot, stamp) records for the entries that live the cache's
+///   time to live. One duration for all means write order is deadline order: a write appends a
+///   record, the sweep takes from the head. It is lazy: a write or removal leaves the slot's
+///   older record where it is and only changes the slot's `writeStamp`, so a record whose stamp
+///   no longer matches is stale, and whoever meets it drops it. That makes a write one
+///   sequential append and a removal one store, where an intrusive list would relink two
+///   neighbours at random addresses (measured: that relinking was most of what a time to live
+///   cost a write). The deadline is not in the record (the slot has it), which halves the queue.
+///   The queue is compacted when full (stale records dropped; it grows only when over half of it
+///   is live), so it holds at most about four records per slot and costs O(1) amortized.
 /// - `accessOrder`, a list in access order of every entry when a time to idle is set: a read or
-///   write moves the slot to the tail; the head is the next to idle out. O(1).
+///   write moves the slot to the tail; the head is the next to idle out. O(1). (A read must not
+///   append, so this one stays an intrusive list.)
 /// - `heap`, a min-heap of the entries whose time to live was chosen per entry: their deadlines
 ///   differ, so they need an order by deadline. O(log n) per such write or removal.
 /// So the sweep costs O(1) per entry that expired (O(log n) for per-entry ones), reads and
@@ -20,20 +28,29 @@
 struct _Expiry {
     @usableFromInline static let never = Int64.max
 
-    /// One record per slot, so that scheduling a slot touches one cache line, not one per array.
+    /// What every slot has: 16 bytes, so that a write or removal touches one cache line. The
+    /// idle and refresh times live in arrays of their own that exist only when those durations
+    /// are set, so a cache with a time to live alone pays for none of them.
     @usableFromInline
     struct Record {
-        @usableFromInline var writtenAt: Int64 = 0
         @usableFromInline var writeDeadline: Int64 = _Expiry.never
-        /// Last read or write plus the time to idle (with a time to idle).
-        @usableFromInline var idleDeadline: Int64 = _Expiry.never
-        /// Links in `writeOrder` and `accessOrder`; `prev == absent` while not in that order.
-        @usableFromInline var writePrev: Int32 = _Expiry.absent
-        @usableFromInline var writeNext: Int32 = -1
-        @usableFromInline var accessPrev: Int32 = _Expiry.absent
-        @usableFromInline var accessNext: Int32 = -1
+        /// The stamp of the slot's live record in `writeQueue`, or 0 while it has none.
+        @usableFromInline var writeStamp: UInt32 = 0
         /// The slot's index in `heap`, or -1 while it is not there.
         @usableFromInline var heapPosition: Int32 = -1
+
+        @inlinable
+        init() {}
+    }
+
+    /// A slot's place in `accessOrder`, with a time to idle.
+    @usableFromInline
+    struct IdleRecord {
+        /// Last read or write plus the time to idle.
+        @usableFromInline var deadline: Int64 = _Expiry.never
+        /// `prev == absent` while not in the order.
+        @usableFromInline var prev: Int32 = _Expiry.absent
+        @usableFromInline var next: Int32 = -1
 
         @inlinable
         init() {}
@@ -50,15 +67,34 @@ struct _Expiry {
         init() {}
     }
 
+    /// A record in `writeQueue`: live while `slot`'s `writeStamp` is still `stamp`.
     @usableFromInline
-    enum Order {
-        case write, access
+    struct Queued {
+        @usableFromInline var slot: Int32
+        @usableFromInline var stamp: UInt32
+
+        @inlinable
+        init(slot: Int32, stamp: UInt32) {
+            self.slot = slot
+            self.stamp = stamp
+        }
     }
 
     @usableFromInline static let absent: Int32 = -2
 
     @usableFromInline var records: UnsafeMutablePointer<Record>
-    @usableFromInline var writeOrder = Ends()
+    /// Per slot, with a time to idle; else `nil`.
+    @usableFromInline var idle: UnsafeMutablePointer<IdleRecord>?
+    /// Per slot, when each value was written, with a refresh time; else `nil`.
+    @usableFromInline var writtenAt: UnsafeMutablePointer<Int64>?
+    /// A ring of `queueCapacity` (a power of two, or 0) records, `queueCount` of them from
+    /// `queueHead`; the live ones are in nondecreasing deadline order.
+    @usableFromInline var writeQueue: UnsafeMutablePointer<Queued>? = nil
+    @usableFromInline var queueCapacity = 0
+    @usableFromInline var queueHead = 0
+    @usableFromInline var queueCount = 0
+    /// The last stamp handed out; 0 is never one.
+    @usableFromInline var lastStamp: UInt32 = 0
     @usableFromInline var accessOrder = Ends()
     @usableFromInline var heap: UnsafeMutablePointer<_HeapItem>
     @usableFromInline var heapCount: Int
@@ -92,26 +128,52 @@ struct _Expiry {
         self.capacity = capacity
         self.heapCount = 0
         // Initialized in full: entries already present when expiry starts never expire.
-        records = _SlotMemory.allocate(Record.self, capacity: capacity)
-        records.initialize(repeating: Record(), count: capacity)
+        records = Self.filled(Record(), capacity: capacity)
+        idle = times.timeToIdle == Self.never ? nil : Self.filled(IdleRecord(), capacity: capacity)
+        writtenAt = times.refreshAfter == Self.never ? nil : Self.filled(0, capacity: capacity)
         heap = _SlotMemory.allocate(_HeapItem.self, capacity: capacity)
+    }
+
+    @inlinable
+    static func filled<T>(_ value: T, capacity: Int) -> UnsafeMutablePointer<T> {
+        let storage = _SlotMemory.allocate(T.self, capacity: capacity)
+        storage.initialize(repeating: value, count: capacity)
+        return storage
+    }
+
+    /// `old` with room for `newCapacity`, keeping `0..<used` and filling the rest with `value`.
+    @inlinable
+    static func grown<T>(
+        _ old: UnsafeMutablePointer<T>,
+        used: Int,
+        to newCapacity: Int,
+        filling value: T
+    )
+        -> UnsafeMutablePointer<T>
+    {
+        let grown = _SlotMemory.allocate(T.self, capacity: newCapacity)
+        grown.moveInitialize(from: old, count: used)
+        (grown + used).initialize(repeating: value, count: newCapacity - used)
+        _SlotMemory.deallocate(old)
+        return grown
     }
 
     @inlinable
     func deallocate() {
         _SlotMemory.deallocate(records)
+        if let idle { _SlotMemory.deallocate(idle) }
+        if let writtenAt { _SlotMemory.deallocate(writtenAt) }
         _SlotMemory.deallocate(heap)
+        if let writeQueue { _SlotMemory.deallocate(writeQueue) }
     }
 
     /// Grows per-slot storage to `newCapacity`, keeping slots `0..<used`.
     @inlinable
     mutating func reserve(capacity newCapacity: Int, used: Int) {
         guard newCapacity > capacity else { return }
-        let grown = _SlotMemory.allocate(Record.self, capacity: newCapacity)
-        grown.moveInitialize(from: records, count: used)
-        (grown + used).initialize(repeating: Record(), count: newCapacity - used)
-        _SlotMemory.deallocate(records)
-        records = grown
+        records = Self.grown(records, used: used, to: newCapacity, filling: Record())
+        idle = idle.map { Self.grown($0, used: used, to: newCapacity, filling: IdleRecord()) }
+        writtenAt = writtenAt.map { Self.grown($0, used: used, to: newCapacity, filling: 0) }
         let newHeap = _SlotMemory.allocate(_HeapItem.self, capacity: newCapacity)
         newHeap.moveInitialize(from: heap, count: heapCount)
         _SlotMemory.deallocate(heap)
@@ -136,26 +198,30 @@ struct _Expiry {
     mutating func didWrite(_ slot: Int32, now: Int64, timeToLive perEntry: Int64?) {
         let s = Int(slot)
         guard now >= 0 else {
-            records[s].writtenAt = 0
+            writtenAt?[s] = 0
             records[s].writeDeadline = Self.never
             forget(slot)
             return
         }
         let now = Swift.max(now, latest)
         latest = now
-        records[s].writtenAt = now
+        writtenAt?[s] = now
         if let perEntry {
             records[s].writeDeadline = Self.adding(perEntry, to: now)
-            unlink(slot, from: .write)
+            records[s].writeStamp = 0
             schedule(slot, at: records[s].writeDeadline)
         } else {
-            records[s].writeDeadline = Self.adding(timeToLive, to: now)
-            if records[s].heapPosition >= 0 { removeFromHeap(slot) }
-            if timeToLive != Self.never { moveToTail(slot, of: .write) }
+            let deadline = Self.adding(timeToLive, to: now)
+            if heapCount > 0 && records[s].heapPosition >= 0 { removeFromHeap(slot) }
+            // Only stores to the slot's record, no loads: the record is usually not in the CPU's
+            // cache, and a store does not wait for it. (Skipping the append when the deadline is
+            // unchanged would need a load; a frozen clock's extra records are compacted away.)
+            records[s].writeStamp = deadline == Self.never ? 0 : enqueue(slot)
+            records[s].writeDeadline = deadline
         }
-        if timeToIdle != Self.never {
-            records[s].idleDeadline = Self.adding(timeToIdle, to: now)
-            moveToTail(slot, of: .access)
+        if let idle {
+            idle[s].deadline = Self.adding(timeToIdle, to: now)
+            moveToTail(slot, idle)
         }
     }
 
@@ -163,11 +229,11 @@ struct _Expiry {
     @inlinable
     @inline(__always)
     mutating func didRead(_ slot: Int32, now: Int64) {
-        guard timeToIdle != Self.never, now >= 0 else { return }
+        guard let idle, now >= 0 else { return }
         let now = Swift.max(now, latest)
         latest = now
-        records[Int(slot)].idleDeadline = Self.adding(timeToIdle, to: now)
-        moveToTail(slot, of: .access)
+        idle[Int(slot)].deadline = Self.adding(timeToIdle, to: now)
+        moveToTail(slot, idle)
     }
 
     /// Forgets `slot`'s deadlines (the entry is leaving).
@@ -178,99 +244,139 @@ struct _Expiry {
 
     @inlinable
     mutating func forget(_ slot: Int32) {
-        unlink(slot, from: .write)
-        unlink(slot, from: .access)
-        if records[Int(slot)].heapPosition >= 0 { removeFromHeap(slot) }
+        records[Int(slot)].writeStamp = 0  // its queued record, if any, is now stale
+        if let idle { unlink(slot, idle) }
+        if heapCount > 0 && records[Int(slot)].heapPosition >= 0 { removeFromHeap(slot) }
     }
 
     /// Whether a value written at `writtenAt` is due for a refresh at `now`.
     @inlinable
     func isDueForRefresh(_ slot: Int32, now: Int64) -> Bool {
         refreshAfter != Self.never && now >= 0
-            && Self.adding(refreshAfter, to: records[Int(slot)].writtenAt) <= now
+            && Self.adding(refreshAfter, to: writtenAt.unsafelyUnwrapped[Int(slot)]) <= now
     }
 
-    /// The next slot that has expired by `now`, or -1. The caller removes the slot returned
-    /// (calling `didRemove`) before asking again.
+    /// The next slot that has expired by `now`, or -1, dropping the stale records it passes.
+    /// The caller removes the slot returned (calling `didRemove`) before asking again.
+    ///
+    /// - Complexity: O(1) amortized (each record is dropped once).
     @inlinable
-    func nextExpired(now: Int64) -> Int32 {
-        let written = writeOrder.head
-        if written >= 0 && records[Int(written)].writeDeadline <= now { return written }
-        let idle = accessOrder.head
-        if idle >= 0 && records[Int(idle)].idleDeadline <= now { return idle }
+    mutating func nextExpired(now: Int64) -> Int32 {
+        if queueCount > 0, let queue = writeQueue {
+            while queueCount > 0 {
+                let item = queue[queueHead]
+                let record = records[Int(item.slot)]
+                let isLive = record.writeStamp == item.stamp
+                guard !isLive || record.writeDeadline <= now else { break }
+                queueHead = (queueHead + 1) & (queueCapacity - 1)
+                queueCount -= 1
+                if isLive { return item.slot }
+            }
+        }
+        if let idle, accessOrder.head >= 0 && idle[Int(accessOrder.head)].deadline <= now {
+            return accessOrder.head
+        }
         if heapCount > 0 && heap[0].key <= now { return heap[0].slot }
         return -1
+    }
+
+    /// Whether `nextExpired(now:)` may find something: a check of the three heads, which also
+    /// answers `true` for a stale record at the head of the queue (to have it dropped). O(1).
+    @inlinable
+    @inline(__always)
+    func mayHaveExpired(now: Int64) -> Bool {
+        if queueCount > 0 {
+            let item = writeQueue.unsafelyUnwrapped[queueHead]
+            let record = records[Int(item.slot)]
+            if record.writeStamp != item.stamp || record.writeDeadline <= now { return true }
+        }
+        return (accessOrder.head >= 0 && idle.unsafelyUnwrapped[Int(accessOrder.head)].deadline <= now)
+            || (heapCount > 0 && heap[0].key <= now)
     }
 
     /// Whether `slot` has expired by `now` (never when the time is unknown). O(1), read-only: for
     /// readers that may not sweep.
     @inlinable
     func isExpired(_ slot: Int32, now: Int64) -> Bool {
-        now >= 0 && Swift.min(records[Int(slot)].writeDeadline, records[Int(slot)].idleDeadline) <= now
+        guard now >= 0 else { return false }
+        if records[Int(slot)].writeDeadline <= now { return true }
+        if let idle { return idle[Int(slot)].deadline <= now }
+        return false
     }
 
-    /// Whether any slot has expired by `now`. O(1).
-    @inlinable
-    func hasExpired(now: Int64) -> Bool { nextExpired(now: now) >= 0 }
+    // MARK: The write queue
 
-    // MARK: Orders
-
+    /// Appends a record for `slot`, whose new deadline is the latest so far, and returns its
+    /// stamp.
+    ///
+    /// - Complexity: O(1) amortized.
     @inlinable
-    @inline(__always)
-    func links(_ slot: Int32, _ order: Order) -> (prev: Int32, next: Int32) {
-        let r = records[Int(slot)]
-        return order == .write ? (r.writePrev, r.writeNext) : (r.accessPrev, r.accessNext)
+    mutating func enqueue(_ slot: Int32) -> UInt32 {
+        if queueCount == queueCapacity { compactQueue() }
+        lastStamp = lastStamp == .max ? 1 : lastStamp + 1
+        writeQueue.unsafelyUnwrapped[(queueHead + queueCount) & (queueCapacity - 1)] = Queued(
+            slot: slot,
+            stamp: lastStamp
+        )
+        queueCount += 1
+        return lastStamp
     }
 
-    @inlinable
-    @inline(__always)
-    func setPrev(_ slot: Int32, _ value: Int32, _ order: Order) {
-        if order == .write { records[Int(slot)].writePrev = value } else { records[Int(slot)].accessPrev = value }
+    /// Drops the stale records of a full queue in place, in one pass, keeping their order; the
+    /// ring is doubled when more than half of it stays live. Each slot has at most one live
+    /// record, so the ring stays under four times the slots that have one, and the O(n) pass
+    /// comes after at least n/2 appends. (Compacting into a fresh ring instead cost a page fault
+    /// per 4 KiB of it on every pass: measured, a third of what a time to live cost a write.)
+    @usableFromInline
+    mutating func compactQueue() {
+        guard let queue = writeQueue else {
+            writeQueue = _SlotMemory.allocate(Queued.self, capacity: 64)
+            queueCapacity = 64
+            return
+        }
+        let mask = queueCapacity - 1
+        var kept = 0
+        for i in 0..<queueCount {
+            let item = queue[(queueHead + i) & mask]
+            guard records[Int(item.slot)].writeStamp == item.stamp else { continue }
+            queue[(queueHead + kept) & mask] = item
+            kept += 1
+        }
+        queueCount = kept
+        guard kept * 2 > queueCapacity else { return }
+        let larger = _SlotMemory.allocate(Queued.self, capacity: queueCapacity * 2)
+        for i in 0..<kept { (larger + i).initialize(to: queue[(queueHead + i) & mask]) }
+        _SlotMemory.deallocate(queue)
+        writeQueue = larger
+        queueCapacity *= 2
+        queueHead = 0
     }
 
-    @inlinable
-    @inline(__always)
-    func setNext(_ slot: Int32, _ value: Int32, _ order: Order) {
-        if order == .write { records[Int(slot)].writeNext = value } else { records[Int(slot)].accessNext = value }
-    }
+    // MARK: The access order
 
     @inlinable
-    mutating func unlink(_ slot: Int32, from order: Order) {
-        let (p, n) = links(slot, order)
+    mutating func unlink(_ slot: Int32, _ idle: UnsafeMutablePointer<IdleRecord>) {
+        let p = idle[Int(slot)].prev
         guard p != Self.absent else { return }
-        if p >= 0 { setNext(p, n, order) }
-        if n >= 0 { setPrev(n, p, order) }
-        setPrev(slot, Self.absent, order)
-        setNext(slot, -1, order)
-        if order == .write {
-            if p < 0 { writeOrder.head = n }
-            if n < 0 { writeOrder.tail = p }
-            writeOrder.count -= 1
-        } else {
-            if p < 0 { accessOrder.head = n }
-            if n < 0 { accessOrder.tail = p }
-            accessOrder.count -= 1
-        }
+        let n = idle[Int(slot)].next
+        if p >= 0 { idle[Int(p)].next = n } else { accessOrder.head = n }
+        if n >= 0 { idle[Int(n)].prev = p } else { accessOrder.tail = p }
+        idle[Int(slot)].prev = Self.absent
+        idle[Int(slot)].next = -1
+        accessOrder.count -= 1
     }
 
     @inlinable
     @inline(__always)
-    mutating func moveToTail(_ slot: Int32, of order: Order) {
-        let tail = order == .write ? writeOrder.tail : accessOrder.tail
+    mutating func moveToTail(_ slot: Int32, _ idle: UnsafeMutablePointer<IdleRecord>) {
+        let tail = accessOrder.tail
         guard slot != tail else { return }
-        unlink(slot, from: order)
-        setPrev(slot, tail, order)
-        setNext(slot, -1, order)
-        if tail >= 0 { setNext(tail, slot, order) }
-        if order == .write {
-            if tail < 0 { writeOrder.head = slot }
-            writeOrder.tail = slot
-            writeOrder.count += 1
-        } else {
-            if tail < 0 { accessOrder.head = slot }
-            accessOrder.tail = slot
-            accessOrder.count += 1
-        }
+        unlink(slot, idle)
+        idle[Int(slot)].prev = tail
+        idle[Int(slot)].next = -1
+        if tail >= 0 { idle[Int(tail)].next = slot } else { accessOrder.head = slot }
+        accessOrder.tail = slot
+        accessOrder.count += 1
     }
 
     // MARK: Heap (per-entry times to live)
@@ -348,29 +454,54 @@ struct _Expiry {
             precondition(isLive(item.slot), "expiry heap holds slot \(item.slot), which is not live")
             precondition(record.heapPosition == Int32(i), "expiry heap position of \(item.slot) is wrong")
             precondition(item.key == record.writeDeadline, "expiry heap key is not slot \(item.slot)'s deadline")
-            precondition(record.writePrev == Self.absent, "slot \(item.slot) is in both the write order and the heap")
+            precondition(record.writeStamp == 0, "slot \(item.slot) is in both the write queue and the heap")
             if i > 0 { precondition(heap[(i - 1) / 2].key <= item.key, "expiry heap out of order at \(i)") }
         }
-        checkOrder(.write, ends: writeOrder, isLive: isLive) { $0.writeDeadline }
-        checkOrder(.access, ends: accessOrder, isLive: isLive) { $0.idleDeadline }
+        checkWriteQueue(isLive: isLive)
+        checkAccessOrder(isLive: isLive)
     }
 
-    func checkOrder(_ order: Order, ends: Ends, isLive: (Int32) -> Bool, deadline: (Record) -> Int64) {
-        var slot = ends.head
+    /// The write queue is in deadline order, and each slot with a stamp has exactly one record
+    /// with it, which carries its deadline.
+    func checkWriteQueue(isLive: (Int32) -> Bool) {
+        precondition(queueCount <= queueCapacity, "write queue holds more than its capacity")
+        var previous = Int64.min
+        var stamped = Set<Int32>()
+        for i in 0..<queueCount {
+            let item = writeQueue.unsafelyUnwrapped[(queueHead + i) & (queueCapacity - 1)]
+            let record = records[Int(item.slot)]
+            guard record.writeStamp == item.stamp else { continue }
+            precondition(isLive(item.slot), "write queue holds a live record for slot \(item.slot), which is not live")
+            precondition(record.writeDeadline >= previous, "write queue out of deadline order at \(i)")
+            previous = record.writeDeadline
+            precondition(stamped.insert(item.slot).inserted, "slot \(item.slot) has two live write-queue records")
+        }
+        for slot in 0..<Int32(capacity) where records[Int(slot)].writeStamp != 0 {
+            precondition(stamped.contains(slot), "slot \(slot) has a stamp but no write-queue record")
+        }
+    }
+
+    func checkAccessOrder(isLive: (Int32) -> Bool) {
+        guard let idle else {
+            precondition(accessOrder.head == -1 && accessOrder.count == 0, "an access order without a time to idle")
+            return
+        }
+        var slot = accessOrder.head
         var previous = Int64.min
         var seen = 0
         var last: Int32 = -1
         while slot >= 0 {
-            precondition(isLive(slot), "\(order) order holds slot \(slot), which is not live")
-            precondition(links(slot, order).prev == last, "\(order) order links disagree at \(slot)")
-            precondition(deadline(records[Int(slot)]) >= previous, "\(order) order out of deadline order at \(slot)")
-            previous = deadline(records[Int(slot)])
+            let record = idle[Int(slot)]
+            precondition(isLive(slot), "access order holds slot \(slot), which is not live")
+            precondition(record.prev == last, "access order links disagree at \(slot)")
+            precondition(record.deadline >= previous, "access order out of deadline order at \(slot)")
+            previous = record.deadline
             seen += 1
-            precondition(seen <= ends.count, "\(order) order longer than its count (a cycle)")
+            precondition(seen <= accessOrder.count, "access order longer than its count (a cycle)")
             last = slot
-            slot = links(slot, order).next
+            slot = record.next
         }
-        precondition(last == ends.tail && seen == ends.count, "\(order) order's tail or count is wrong")
+        precondition(last == accessOrder.tail && seen == accessOrder.count, "access order's tail or count is wrong")
     }
 }
 

@@ -232,11 +232,12 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// Removes every entry that has expired by `now` (nanoseconds; nothing when -1), reason
     /// `.expired`.
     ///
-    /// - Complexity: O(1) when nothing has expired; O(1) per entry removed from the write- and
-    ///   access-order lists, O(log n) per entry with its own `expiresAfter` (from the heap).
+    /// - Complexity: O(1) when nothing has expired; O(1) amortized per entry removed from the
+    ///   write queue and the access order, O(log n) per entry with its own `expiresAfter` (from
+    ///   the heap).
     @inlinable
     mutating func removeExpired(now: Int64, removals: inout _Removals<Key, Value>) {
-        guard expiry != nil, now >= 0, expiry.unsafelyUnwrapped.hasExpired(now: now) else { return }
+        guard expiry != nil, now >= 0, expiry.unsafelyUnwrapped.mayHaveExpired(now: now) else { return }
         while true {
             let slot = expiry!.nextExpired(now: now)
             if slot == -1 { return }
