@@ -162,6 +162,39 @@ struct ReferenceTraceTests {
         #expect(csv.keys.count == 113_872)
     }
 
+    /// The hit-ratio table of `../shared/traces/README.md`: OPT, then the reference columns ARC,
+    /// S3-FIFO, LIRS, 2Q and Caffeine 2.6.2.
+    static let hitRatios: [(trace: String, size: Int, opt: Double, references: [Double])] = [
+        ("OLTP.lis", 1000, 0.5361, [0.3895, 0.4084, 0.3458, 0.4053, 0.3562]),
+        ("OLTP.lis", 2000, 0.6040, [0.4608, 0.4701, 0.4245, 0.4651, 0.4206]),
+        ("gli.trace", 1000, 0.5313, [0.2131, 0.3505, 0.5072, 0.3077, 0.4427]),
+        ("gli.trace", 2000, 0.5796, [0.5741, 0.5214, 0.5796, 0.4790, 0.5711]),
+        ("loop.trace", 1000, 0.9871, [0.0000, 0.8962, 0.9773, 0.9731, 0.9708]),
+        ("sprite.trace", 708, 0.9137, [0.8553, 0.8615, 0.8404, 0.8574, 0.8026]),
+        ("multi2.trace", 568, 0.5490, [0.3983, 0.4930, 0.5164, 0.3757, 0.5119]),
+        ("2_pools.trace", 994, 0.6846, [0.5430, 0.5435, 0.5432, 0.5421, 0.5436]),
+        ("cloudPhysicsIO.csv", 4897, 0.3710, [0.2272, 0.2475, 0.2482, 0.2258, 0.2518]),
+        ("web12.keys", 1376, 0.8004, [0.7089, 0.7226, 0.7018, 0.7151, 0.7057]),
+    ]
+
+    @Test("the default policy meets the hit-ratio goal: the smallest mean gap to OPT, never 3 points behind")
+    func hitRatioGoal() throws {
+        var gap = 0.0
+        var referenceGaps = [Double](repeating: 0, count: 5)
+        for row in Self.hitRatios {
+            let keys = try Trace.read(
+                path: SharedTraces.path(row.trace),
+                keyColumn: row.trace.hasSuffix(".csv") ? "lbn" : nil
+            ).keys
+            let hitRatio = Simulator.replay(keys, policy: .default, size: row.size).hitRatio
+            gap += row.opt - hitRatio
+            for (i, reference) in row.references.enumerated() { referenceGaps[i] += row.opt - reference }
+            let best = row.references.max()!
+            #expect(hitRatio >= best - 0.03, "\(row.trace) at \(row.size): \(hitRatio) against \(best)")
+        }
+        #expect(gap < referenceGaps.min()!, "mean gap \(gap * 10) points against \(referenceGaps.min()! * 10)")
+    }
+
     @Test("replay reproduces the reference LRU and SIEVE misses on OLTP")
     func replay() throws {
         let keys = try Trace.read(path: SharedTraces.path("OLTP.lis")).keys

@@ -68,7 +68,7 @@ struct AdaptivePolicyTests {
         defer { sketch.deallocate() }
         var truth: [UInt32: Int] = [:]
         var rng = SeededGenerator(seed: 9)
-        for _ in 0..<600 {  // below the sample size (640): no aging yet
+        for _ in 0..<150 {  // below the sample size (160): no aging yet
             let h = UInt32.random(in: 0..<100, using: &rng) &* 2_654_435_761
             sketch.increment(h)
             truth[h, default: 0] += 1
@@ -329,7 +329,7 @@ struct WTinyLFUReference: ReferencePolicy {
             while window.count > windowMax { probation.append(window.removeFirst()) }
         }
         if hit { hits += 1 } else { misses += 1 }
-        if hits + misses >= sketch.sampleSize {
+        if hits + misses >= _WTinyLFUPolicy.climbSample(for: c) {
             climb()
             lastWasMiss = false  // a smaller window share applies from the next new entry
         }
