@@ -51,12 +51,7 @@ public enum Simulator {
         let clock = ContinuousClock()
         let start = clock.now
         for id in keys {
-            let key = TraceKey(id: id)
-            if cache.value(forKey: key) != nil {
-                hits &+= 1
-            } else {
-                cache.setValue(true, forKey: key)
-            }
+            if cache._replay(TraceKey(id: id), insertingOnMiss: true) { hits &+= 1 }
         }
         let elapsed = clock.now - start
         return SimulationResult(

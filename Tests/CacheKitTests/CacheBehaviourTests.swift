@@ -36,6 +36,36 @@ struct CacheBehaviourTests {
         #expect(cache.contains(5), "a new entry never evicts itself")
     }
 
+    @Test(
+        "the simulator's one-probe replay agrees with a read then a write, hooks or not",
+        arguments: EvictionPolicy.allCases
+    )
+    func replayAgreesWithReadThenWrite(policy: EvictionPolicy) {
+        let fast = SerialCache<Int, Int>(countLimit: 50, policy: policy)
+        let hooked = SerialCache<Int, Int>(countLimit: 50, policy: policy)
+        var evicted = 0
+        hooked.removalHandler = { _ in evicted += 1 }  // takes the two-call path
+        let plain = SerialCache<Int, Int>(countLimit: 50, policy: policy)
+        var random = SeededGenerator(seed: 0x5EED)
+        var hits = (fast: 0, hooked: 0, plain: 0)
+        for _ in 0..<5_000 {
+            let key = Int.random(in: 0..<200, using: &random) % (Bool.random(using: &random) ? 40 : 200)
+            if fast._replay(key, insertingOnMiss: key) { hits.fast += 1 }
+            if hooked._replay(key, insertingOnMiss: key) { hits.hooked += 1 }
+            if plain.value(forKey: key) != nil { hits.plain += 1 } else { plain[key] = key }
+        }
+        #expect(hits.fast == hits.plain && hits.hooked == hits.plain)
+        #expect(hits.plain > 500 && hits.plain < 4_500, "a mix of hits and misses (\(hits.plain))")
+        #expect(Array(fast.keys) == Array(plain.keys) && Array(hooked.keys) == Array(plain.keys))
+        #expect(evicted == 5_000 - hits.hooked - 50)
+        #expect(
+            fast.statistics.hitCount == plain.statistics.hitCount
+                && fast.statistics.missCount == plain.statistics.missCount
+        )
+        #expect(fast.statistics.removalCounts == plain.statistics.removalCounts)
+        fast._checkInvariants()
+    }
+
     @Test("LRU: reads refresh, peek and contains do not")
     func lruRecency() {
         for kind in CacheKind.allCases {

@@ -216,4 +216,28 @@ extension SerialCache: _StateHost {
     func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
         try body(&state.pointee)
     }
+
+    /// For `cachekit simulate`, not API: one request of a trace replay. Returns whether `key` was
+    /// cached (a hit, which counts as a use); on a miss stores `value` with cost 0. The same
+    /// engine and policy steps as ``value(forKey:)`` followed by ``setValue(_:forKey:cost:)``,
+    /// with one index probe instead of two. A cache with expiry, a removal handler, an eviction
+    /// veto, an activity observer or an insertion policy takes those two calls instead.
+    ///
+    /// - Complexity: O(1) amortized, plus O(1) per entry evicted.
+    @inlinable
+    public func _replay(_ key: Key, insertingOnMiss value: Value) -> Bool {
+        let hit = _withState { state -> Bool? in
+            guard state.core.expiry == nil, state.removalHandler == nil, state.evictionVeto == nil,
+                state.activityObserver == nil, _insertionPolicy == nil
+            else { return nil }
+            var removals = _Removals<Key, Value>()
+            let hit = state.core.access(key, insertingOnMiss: value, removals: &removals)
+            state.core._debugCheckInvariants()
+            return hit
+        }
+        if let hit { return hit }
+        if self.value(forKey: key) != nil { return true }
+        setValue(value, forKey: key)
+        return false
+    }
 }

@@ -189,7 +189,59 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             }
             return .replaced
         }
-        var bucket = found.bucket
+        return insertNew(
+            value,
+            forKey: key,
+            hash: hash,
+            bucket: found.bucket,
+            cost: cost,
+            now: now,
+            timeToLive: timeToLive,
+            evictInline: evictInline,
+            removals: &removals
+        )
+    }
+
+    /// A request in a trace replay: a hit counts as a use (as `value(forKey:)`); a miss stores
+    /// `value` for `key` with cost 0, making room inline (as `setValue`). One probe of the index
+    /// instead of two. For caches without expiry.
+    ///
+    /// - Complexity: O(1) amortized, plus O(1) per entry evicted.
+    @inlinable
+    mutating func access(_ key: Key, insertingOnMiss value: Value, removals: inout _Removals<Key, Value>) -> Bool {
+        let hash = key.hashValue
+        let found = index.find(key, hash: hash, entries: entries)
+        stats.recordRequest(hit: found.slot >= 0)
+        if found.slot >= 0 {
+            policy.didAccess(found.slot, links: links)
+            return true
+        }
+        _ = insertNew(
+            value,
+            forKey: key,
+            hash: hash,
+            bucket: found.bucket,
+            cost: 0,
+            evictInline: true,
+            removals: &removals
+        )
+        return false
+    }
+
+    /// Stores a key the index does not hold; `bucket` is the empty bucket `find` stopped at.
+    @inlinable
+    mutating func insertNew(
+        _ value: Value,
+        forKey key: Key,
+        hash: Int,
+        bucket found: Int,
+        cost: Int,
+        now: Int64 = -1,
+        timeToLive: Int64? = nil,
+        evictInline: Bool,
+        removals: inout _Removals<Key, Value>
+    ) -> WriteResult.Outcome {
+        var bucket = found
         policy.willInsert(hash: UInt32(truncatingIfNeeded: hash))
         if evictInline && countLimit > 0 && count >= countLimit {
             // Make room for one: the policy's first victims, no target arithmetic per eviction.
