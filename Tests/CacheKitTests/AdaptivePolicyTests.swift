@@ -81,6 +81,44 @@ struct AdaptivePolicyTests {
         for (b, a) in zip(before, after) { #expect(a == b / 2) }
     }
 
+    @Test("S3-FIFO's ghost queue matches a plain array under appends, removals and limit changes")
+    func ghostQueue() {
+        var ghosts = _GhostQueue()
+        defer { ghosts.deallocate() }
+        var model: [UInt32] = []
+        var rng = SeededGenerator(seed: 0x6405_7)
+        var limit = 40
+        for step in 0..<40_000 {
+            let hash = UInt32.random(in: 0..<300, using: &rng) &* 2_654_435_761
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<4:
+                let wasThere = model.firstIndex(of: hash).map { model.remove(at: $0) } != nil
+                #expect(ghosts.remove(hash) == wasThere, "step \(step)")
+            case 4:
+                limit = Int.random(in: 0...120, using: &rng)
+                model.removeAll { $0 == hash }
+                model.append(hash)
+                while model.count > limit { model.removeFirst() }
+                ghosts.append(hash, limit: limit)
+            default:
+                model.removeAll { $0 == hash }
+                model.append(hash)
+                while model.count > limit { model.removeFirst() }
+                ghosts.append(hash, limit: limit)
+            }
+            #expect(ghosts.count == model.count, "step \(step)")
+            if step % 500 == 0 {
+                ghosts._checkInvariants()
+                var live: [UInt32] = []
+                for position in ghosts.head..<ghosts.tail where !ghosts.dead[position & ghosts.ringMask] {
+                    live.append(ghosts.ring[position & ghosts.ringMask])
+                }
+                #expect(live == model, "step \(step): the queue's order")
+            }
+        }
+        #expect(ghosts.ringMask + 1 <= 4 * 128, "the ring stays within four slots per live ghost")
+    }
+
     @Test(
         "the adaptive policies keep limits, values and removal reports right under random operations",
         arguments: CacheKind.allCases

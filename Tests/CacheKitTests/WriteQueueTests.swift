@@ -8,7 +8,7 @@ import Testing
 @Suite("Write queue")
 struct WriteQueueTests {
     func queueCapacity(_ cache: Cache<Int, Int>) -> Int {
-        cache._withState { $0.core.expiry!.queueCapacity }
+        cache._withState { $0.core.expiry!.pointee.queueCapacity }
     }
 
     @Test("rewriting the same keys forever keeps the queue at its first size")

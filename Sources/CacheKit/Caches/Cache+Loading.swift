@@ -192,11 +192,12 @@ extension Cache where Key: Sendable, Value: Sendable {
 
     /// The slot of `key` if its value is due for a refresh and no load for it is running, else -1.
     static func _slotDueForRefresh(_ key: Key, in state: borrowing _CacheState<Key, Value>, now: Int64) -> Int32 {
-        guard let expiry = state.core.expiry, expiry.refreshAfter != _Expiry.never, state.loads[key] == nil else {
+        guard let expiry = state.core.expiry, expiry.pointee.refreshAfter != _Expiry.never, state.loads[key] == nil
+        else {
             return -1
         }
         let slot = state.core.slot(of: key)
-        return slot >= 0 && expiry.isDueForRefresh(slot, now: now) ? slot : -1
+        return slot >= 0 && expiry.pointee.isDueForRefresh(slot, now: now) ? slot : -1
     }
 
     /// Runs one load, then, in one critical section, retires it and stores its value if it is

@@ -34,8 +34,8 @@ extension _CacheCore {
                 live.insert($0)
                 return true
             }
-            expiry._checkInvariants { live.contains($0) }
-            precondition(expiry.capacity >= slotsUsed, "expiry storage smaller than the slots in use")
+            expiry.pointee._checkInvariants { live.contains($0) }
+            precondition(expiry.pointee.capacity >= slotsUsed, "expiry storage smaller than the slots in use")
         }
     }
 

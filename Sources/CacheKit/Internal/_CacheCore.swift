@@ -41,8 +41,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var totalCostLimit: Int
     /// Hits, misses and removals, counted here so that counting needs no lock of its own.
     @usableFromInline var stats = _StatisticsCounters()
-    /// Deadlines, once any entry can expire (see `_Expiry`); `nil` until then.
-    @usableFromInline var expiry: _Expiry?
+    /// Deadlines, once any entry can expire (see `_Expiry`); `nil` until then. Boxed: every
+    /// operation asks whether it is there, and on an optional of the ~150-byte struct that
+    /// question compiled to a copy of it (seen in profiles of caches without expiry).
+    @usableFromInline var expiry: UnsafeMutablePointer<_Expiry>?
 
     @inlinable
     init(
@@ -67,7 +69,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         self.totalCost = 0
         self.countLimit = countLimit
         self.totalCostLimit = totalCostLimit
-        self.expiry = expiryTimes.map { _Expiry($0, capacity: 0) }
+        self.expiry = expiryTimes.map { Self.boxed(_Expiry($0, capacity: 0)) }
         self.policy.setCapacity(countLimit)
     }
 
@@ -78,7 +80,11 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         _SlotMemory.deallocate(hashes)
         if let costs { _SlotMemory.deallocate(costs) }
         if let generations { _SlotMemory.deallocate(generations) }
-        expiry?.deallocate()
+        if let expiry {
+            expiry.pointee.deallocate()
+            expiry.deinitialize(count: 1)
+            expiry.deallocate()
+        }
         index.deallocate()
         policy.deallocate()
     }
@@ -126,7 +132,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         stats.recordRequest(hit: slot >= 0)
         guard slot >= 0 else { return nil }
         policy.didAccess(slot, links: links)
-        if expiry != nil { expiry!.didRead(slot, now: now) }
+        if let expiry { expiry.pointee.didRead(slot, now: now) }
         return entries[Int(slot)].value
     }
 
@@ -181,7 +187,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             setCost(cost, at: s)
             bumpGeneration(s)
             policy.didUpdate(found.slot, links: links)
-            if expiry != nil { expiry!.didWrite(found.slot, now: now, timeToLive: timeToLive) }
+            if let expiry { expiry.pointee.didWrite(found.slot, now: now, timeToLive: timeToLive) }
             stats.recordRemovals(.replaced)
             removals.append(CacheRemoval(key: entries[s].key, value: old, reason: .replaced))
             if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit {
@@ -267,7 +273,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         index.insert(slot: slot, at: bucket)
         count += 1
         policy.didInsert(slot, links: links)
-        if expiry != nil { expiry!.didWrite(slot, now: now, timeToLive: timeToLive) }
+        if let expiry { expiry.pointee.didWrite(slot, now: now, timeToLive: timeToLive) }
         if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit {
             trim(to: limits, protecting: slot, removals: &removals)
         }
@@ -289,9 +295,9 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     ///   the heap).
     @inlinable
     mutating func removeExpired(now: Int64, removals: inout _Removals<Key, Value>) {
-        guard expiry != nil, now >= 0, expiry.unsafelyUnwrapped.mayHaveExpired(now: now) else { return }
+        guard let expiry, now >= 0, expiry.pointee.mayHaveExpired(now: now) else { return }
         while true {
-            let slot = expiry!.nextExpired(now: now)
+            let slot = expiry.pointee.nextExpired(now: now)
             if slot == -1 { return }
             removals.append(removeSlot(slot, reason: .expired))
         }
@@ -301,7 +307,14 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     mutating func enableExpiry() {
         guard expiry == nil else { return }
-        expiry = _Expiry(_ExpiryTimes(), capacity: slotCapacity)
+        expiry = Self.boxed(_Expiry(_ExpiryTimes(), capacity: slotCapacity))
+    }
+
+    @inlinable
+    static func boxed(_ expiry: _Expiry) -> UnsafeMutablePointer<_Expiry> {
+        let box = UnsafeMutablePointer<_Expiry>.allocate(capacity: 1)
+        box.initialize(to: expiry)
+        return box
     }
 
     /// Evicts in eviction order until `target` is met, skipping the slot `protecting`.
@@ -389,7 +402,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         var fresh = _CacheCore(
             countLimit: countLimit,
             totalCostLimit: totalCostLimit,
-            expiry: expiry?.times,
+            expiry: expiry?.pointee.times,
             policy: makePolicy
         )
         if generations != nil { fresh.trackGenerations() }
@@ -405,7 +418,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         let s = Int(slot)
         index.remove(at: index.bucket(ofSlot: slot, hash: Int(hashes[s])), hashes: hashes)
         policy.didRemove(slot, evicted: reason.isEviction, links: links)
-        if expiry != nil { expiry!.didRemove(slot) }
+        if let expiry { expiry.pointee.didRemove(slot) }
         if let costs { totalCost -= costs[s] }
         bumpGeneration(s)
         count -= 1
@@ -462,7 +475,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         costs = _SlotMemory.resized(costs, used: slotsUsed, to: newCapacity)
         generations = _SlotMemory.resized(generations, used: slotsUsed, to: newCapacity)
         policy.reserve(slotCapacity: newCapacity, used: slotsUsed)
-        if expiry != nil { expiry!.reserve(capacity: newCapacity, used: slotsUsed) }
+        if let expiry { expiry.pointee.reserve(capacity: newCapacity, used: slotsUsed) }
         slotCapacity = newCapacity
     }
 

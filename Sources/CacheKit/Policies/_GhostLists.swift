@@ -1,7 +1,8 @@
 /// Keys that recently left the cache, remembered by hash only ("ghosts"), in up to two
 /// oldest-first lists.
 ///
-/// S3-FIFO keeps one list (keys evicted from its small queue); ARC keeps two (B1 and B2). Each
+/// ARC keeps two (B1 and B2), and moves ghosts between them. (S3-FIFO's single queue is a
+/// `_GhostQueue`, which needs no links.) Each
 /// ghost is a node holding the key's 32-bit hash and its list links; an open-addressing table maps
 /// a hash to its node. Lookup, append, removal of the oldest and removal of any ghost are O(1)
 /// (amortized). Two keys with the same 32-bit hash share a ghost: a false "seen before" costs a

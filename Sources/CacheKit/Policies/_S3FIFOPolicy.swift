@@ -23,7 +23,7 @@ struct _S3FIFOPolicy: _EvictionPolicy {
         @usableFromInline var main = _ListHead()
         @usableFromInline var smallCount = 0
         @usableFromInline var mainCount = 0
-        @usableFromInline var ghosts = _GhostLists()
+        @usableFromInline var ghosts = _GhostQueue()
         /// Per slot: bit 2 set in the main queue; bits 0-1 the use counter.
         @usableFromInline var flags: UnsafeMutablePointer<UInt8>
         /// `countLimit`, or 0 to size the queues by the resident count.
@@ -93,10 +93,7 @@ struct _S3FIFOPolicy: _EvictionPolicy {
 
     @inlinable
     mutating func willInsert(hash: UInt32) {
-        guard state.pointee.ghosts.count(0) > 0 else { return }
-        let node = state.pointee.ghosts.find(hash)
-        state.pointee.incomingWasGhost = node != -1
-        if node != -1 { state.pointee.ghosts.remove(node) }
+        state.pointee.incomingWasGhost = state.pointee.ghosts.remove(hash)
     }
 
     @inlinable
@@ -136,9 +133,7 @@ struct _S3FIFOPolicy: _EvictionPolicy {
             links.unlink(slot, &s.pointee.small)
             s.pointee.smallCount -= 1
             if evicted {
-                s.pointee.ghosts.append(links.hash(slot), to: 0)
-                let limit = ghostShare
-                while s.pointee.ghosts.count(0) > limit { s.pointee.ghosts.removeOldest(0) }
+                s.pointee.ghosts.append(links.hash(slot), limit: ghostShare)
             }
         }
     }

@@ -384,6 +384,6 @@ extension _CacheCore {
     @inlinable
     func _isExpired(_ slot: Int32, now: Int64) -> Bool {
         guard let expiry else { return false }
-        return expiry.isExpired(slot, now: now)
+        return expiry.pointee.isExpired(slot, now: now)
     }
 }
