@@ -30,6 +30,8 @@ enum Simulate {
                                 (--sizes 1%,10%); default 1%,5%,10%
           --json                print a JSON array (policy, size, requests, hits, misses, hitRatio, ...)
           --plot FILE.svg       also write the miss-ratio curve of every policy as SVG
+          --rounds N            replay each policy and size N times and report the fastest
+                                round's speed (hits are the same every round); default 1
         """
 
     static func run(_ argv: [String]) throws {
@@ -43,7 +45,7 @@ enum Simulate {
             argv,
             valueFlags: [
                 "format", "key-column", "workload", "keys", "requests", "skew", "seed", "policy", "size", "sizes",
-                "plot",
+                "plot", "rounds",
             ],
             booleanFlags: ["json", "help"]
         )
@@ -55,10 +57,14 @@ enum Simulate {
         let unique = trace.uniqueKeyCount
         let sizes = try parseSizes(args, unique: unique)
         let (policies, wantsOPT) = try parsePolicies(args)
+        let rounds = try args.int("rounds", default: 1)
         Bench.warnIfDebug()
 
         var results: [SimulationResult] = []
-        let progress = Progress(total: sizes.count * (policies.count + (wantsOPT ? 1 : 0)), requests: trace.keys.count)
+        let progress = Progress(
+            total: sizes.count * (policies.count + (wantsOPT ? 1 : 0)),
+            requests: trace.keys.count * rounds
+        )
         for size in sizes {
             if wantsOPT {
                 progress.step("opt at \(size)")
@@ -66,7 +72,7 @@ enum Simulate {
             }
             for policy in policies {
                 progress.step("\(policy) at \(size)")
-                results.append(Simulator.replay(trace.keys, policy: policy, size: size))
+                results.append(Simulator.replay(trace.keys, policy: policy, size: size, rounds: rounds))
             }
         }
         progress.finish()

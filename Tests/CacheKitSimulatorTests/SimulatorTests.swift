@@ -1,7 +1,8 @@
 import CacheKit
-import CacheKitSimulator
 import Foundation
 import Testing
+
+@testable import CacheKitSimulator
 
 /// `../shared/traces/` beside the package, when this checkout has it.
 enum SharedTraces {
@@ -75,6 +76,19 @@ struct SimulatorTests {
             .trace().keys
         #expect(scans.count == 1000)
         #expect(Array(scans[300..<350]) == Array(100..<150), "the first scan: 50 fresh keys after 300 requests")
+    }
+
+    @Test("--rounds keeps the fastest round, and every round replays to the same counts")
+    func fastestRound() {
+        var times = [0.5, 0.2, 0.9, 0.3][...]
+        let best = Simulator.fastest(of: 4) {
+            SimulationResult(policy: "lru", size: 1, requests: 10, hits: 4, misses: 6, seconds: times.popFirst()!)
+        }
+        #expect(best.seconds == 0.2 && times.isEmpty)
+        let keys = Workload.zipf(keys: 1_000, skew: 0.9, requests: 20_000).trace(seed: 3).keys
+        let once = Simulator.replay(keys, policy: .s3fifo, size: 100)
+        let thrice = Simulator.replay(keys, policy: .s3fifo, size: 100, rounds: 3)
+        #expect(thrice.hits == once.hits && thrice.misses == once.misses && thrice.requests == 20_000)
     }
 }
 
