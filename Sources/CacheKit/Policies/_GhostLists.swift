@@ -123,18 +123,7 @@ struct _GhostLists {
         let target = Self.entry(hash: nodeHashes[Int(node)], node: node)
         var b = Int(nodeHashes[Int(node)]) & tableMask
         while table[b] != target { b = (b &+ 1) & tableMask }
-        // Backward-shift deletion: pull later members of the probe run into the hole.
-        var hole = b
-        var next = (hole &+ 1) & tableMask
-        while table[next] != 0 {
-            let home = Int(truncatingIfNeeded: table[next] >> 32) & tableMask
-            if (next &- home) & tableMask >= (next &- hole) & tableMask {
-                table[hole] = table[next]
-                hole = next
-            }
-            next = (next &+ 1) & tableMask
-        }
-        table[hole] = 0
+        _HashWordTable.deleteBucket(b, in: table, mask: tableMask)
         nodeLinks[Int(node)].next = freeHead
         freeHead = node
     }

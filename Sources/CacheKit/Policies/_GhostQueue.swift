@@ -113,21 +113,9 @@ struct _GhostQueue {
         }
     }
 
-    /// Empties bucket `b`, shifting later members of its probe run back (no tombstones).
+    /// Empties bucket `b` (see `_HashWordTable.deleteBucket`).
     @inlinable
-    mutating func deleteBucket(_ b: Int) {
-        var hole = b
-        var next = (hole &+ 1) & tableMask
-        while table[next] != 0 {
-            let home = Int(truncatingIfNeeded: table[next] >> 32) & tableMask
-            if (next &- home) & tableMask >= (next &- hole) & tableMask {
-                table[hole] = table[next]
-                hole = next
-            }
-            next = (next &+ 1) & tableMask
-        }
-        table[hole] = 0
-    }
+    mutating func deleteBucket(_ b: Int) { _HashWordTable.deleteBucket(b, in: table, mask: tableMask) }
 
     @inlinable
     mutating func removeAll() {
