@@ -1,8 +1,9 @@
-import CacheKit
 import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
+@testable import CacheKit
 
 @Suite("SharedCache")
 struct SharedCacheTests {
@@ -130,6 +131,60 @@ struct SharedCacheTests {
             }
         }
         #expect(cache.allItems() == model)
+    }
+
+    @Test("a read of one key answers from the queued writes to it, without applying the queue")
+    func pointReadsAnswerFromTheQueue() {
+        let cache = SharedCache<Int, Int>(totalCostLimit: 10)
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        cache[1] = 1
+        cache[2] = 2
+        cache.flush()
+        cache[1] = 10
+        cache.removeValue(forKey: 2)
+        cache.setValue(30, forKey: 3, cost: 11)  // costs more than the limit: never stored
+        cache.setValue(40, forKey: 4, cost: 10)
+        #expect(cache[1] == 10 && cache.peekValue(forKey: 1) == 10 && cache.contains(1))
+        #expect(cache[2] == nil && cache.peekValue(forKey: 2) == nil && !cache.contains(2))
+        #expect(cache[3] == nil && !cache.contains(3))
+        #expect(cache[4] == 40)
+        #expect(log.all.isEmpty, "a read applied the queue")
+        #expect(cache.statistics.hitCount == 2 && cache.statistics.missCount == 2)
+        // A bulk write may touch any key: a read after it applies the queue first.
+        cache.removeAll()
+        #expect(cache[4] == nil)
+        #expect(log.all.count == 4)  // 1 replaced, 2 removed, then 1 and 4 by removeAll
+        cache[5] = 5
+        cache.addEntries(from: [6: 6])
+        cache[5] = 50  // the key's latest write comes after the bulk one: no need to apply
+        #expect(cache[5] == 50 && log.all.count == 4)
+        #expect(cache[6] == 6)
+        cache._checkInvariants()
+    }
+
+    @Test("a queued write answers with its time to live, the cache's or its own, on the injected clock")
+    func queuedWritesExpire() {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(expiration: .afterWrite(.seconds(10)), clock: clock)
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        cache[1] = 1
+        cache.setValue(2, forKey: 2, expiresAfter: .seconds(3))
+        clock.advance(by: .seconds(3))
+        #expect(cache[1] == 1 && cache[2] == nil && !cache.contains(2))
+        clock.advance(by: .seconds(7))
+        #expect(cache[1] == nil && cache.peekValue(forKey: 1) == nil)
+        #expect(log.all.isEmpty, "a read applied the queue")
+        // Without a time to live of its own, a per-entry one still applies before the first drain.
+        let plain = SharedCache<Int, Int>(clock: clock)
+        plain._drainsInBackground.store(false, ordering: .relaxed)
+        plain.setValue(1, forKey: 1, expiresAfter: .seconds(5))
+        plain[2] = 2
+        clock.advance(by: .seconds(5))
+        #expect(plain[1] == nil && plain[2] == 2)
     }
 
     @Test("no reader sees half of a bulk write")

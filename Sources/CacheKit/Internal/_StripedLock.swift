@@ -64,6 +64,10 @@ final class _StripedLock: @unchecked Sendable {
     }
 
     @usableFromInline static let readBufferCapacity = 64
+
+    /// The most reads the stripes can hold between two replays.
+    @inlinable
+    var bufferedReadCapacity: Int { stripes.count * Self.readBufferCapacity }
     @usableFromInline let stripes: [Stripe]
     @usableFromInline let stripeMask: Int
     @usableFromInline let writer = Atomic<Bool>(false)

@@ -13,22 +13,65 @@ import Darwin
 // queued writes in issue order and hand their removals to the outbox before unlocking.
 
 extension SharedCache {
-    /// Runs `body` holding the lock shared, after applying the queued writes: all of them, or,
-    /// for a read of one `key`, only if one of them may touch it (so a read of one key sees every
-    /// write to it issued before the read; writes to other keys may still be queued, and what they
-    /// evict leaves when they are applied).
+    /// Runs `body` holding the lock shared, after applying any queued write.
     @inlinable
-    func _reading<R>(
-        key: Key? = nil,
-        _ body: (borrowing _CacheState<Key, Value>, _StripedLock.Stripe, Int64) -> R
-    ) -> R {
-        if _pendingCount.load(ordering: .sequentiallyConsistent) > 0, key.map(_pendingKeys.mayTouch) ?? true {
-            _drain()
-        }
+    func _reading<R>(_ body: (borrowing _CacheState<Key, Value>, _StripedLock.Stripe, Int64) -> R) -> R {
+        if _pendingCount.load(ordering: .sequentiallyConsistent) > 0 { _drain() }
         let now = _timekeeper.now()
         let stripe = _lock.lockShared()
         defer { _lock.unlockShared(stripe) }
         return body(_state.pointee, stripe, now)
+    }
+
+    /// Runs `body` holding the lock shared, with the latest queued write to `key` (`nil` if no
+    /// queued write touches it). The applied state and the queue together are the cache's
+    /// current contents: while the shared lock is held no drain moves a write from one to the
+    /// other, so a read of one key need not apply the queue, unless a bulk write queued after
+    /// the key's latest write may touch it.
+    ///
+    /// - Complexity: O(1); a look into the queue's index (under its lock) only when the filter
+    ///   says a queued write may touch `key`.
+    @inlinable
+    func _reading<R>(
+        key: Key,
+        _ body: (borrowing _CacheState<Key, Value>, _StripedLock.Stripe, Int64, _QueuedRead<Value>?) -> R
+    ) -> R {
+        let now = _timekeeper.now()
+        while true {
+            let stripe = _lock.lockShared()
+            var queued: _QueuedRead<Value>? = nil
+            if _pendingCount.load(ordering: .sequentiallyConsistent) > 0, _pendingKeys.mayTouch(key) {
+                queued = pending.withLock { $0.latestWrite(to: key) }
+                if case .drainFirst? = queued {
+                    _lock.unlockShared(stripe)
+                    _drain()
+                    continue
+                }
+            }
+            let result = body(_state.pointee, stripe, now, queued)
+            _lock.unlockShared(stripe)
+            return result
+        }
+    }
+
+    /// The value a queued write leaves for its key once applied, if it is alive at `now`: a
+    /// `set` whose cost exceeds the cost limit removes the key, and one whose time to live
+    /// (its own, or the cache's) has run out is expired.
+    @inlinable
+    func _value(of queued: _QueuedRead<Value>, in state: borrowing _CacheState<Key, Value>, now: Int64) -> Value? {
+        guard case .stored(let value, let cost, let timeToLive, let writtenAt) = queued else { return nil }
+        if state.core.totalCostLimit > 0 && cost > state.core.totalCostLimit { return nil }
+        guard now >= 0, writtenAt >= 0 else { return value }
+        let deadline: Int64
+        if let expiry = state.core.expiry {
+            deadline = _Expiry.adding(
+                timeToLive ?? expiry.pointee.timeToLive,
+                to: Swift.max(writtenAt, expiry.pointee.latest)
+            )
+        } else {
+            deadline = timeToLive.map { _Expiry.adding($0, to: writtenAt) } ?? _Expiry.never
+        }
+        return deadline > now ? value : nil
     }
 
     /// Runs `body` holding the lock exclusively, after replaying the buffered reads, removing
@@ -85,12 +128,10 @@ extension SharedCache {
         // for nothing, so this wait ends.
         _lockPolicy()
         let now = _timekeeper.now()
-        let writes = pending.withLock { pending in
-            defer { pending.writes = [] }
-            return pending.writes
-        }
+        let writes = pending.withLock { $0.takeAll() }
         var removals: [CacheRemoval<Key, Value>] = []
         replayReads()
+        if writes.count > 1 { warm(for: writes) }
         var swept = _Removals<Key, Value>()
         _state.pointee.core.removeExpired(now: now, removals: &swept)
         collect(swept, into: &removals)
@@ -120,14 +161,14 @@ extension SharedCache {
     @inlinable
     func _enqueue(_ write: _SharedWrite<Key, Value>) {
         let schedule = pending.withLock { pending -> Bool in
-            pending.writes.append(write)
+            pending.append(write)
             _pendingKeys.count(write, 1)
             _pendingCount.wrappingAdd(1, ordering: .sequentiallyConsistent)
             if pending.drainScheduled { return false }
             pending.drainScheduled = true
             return true
         }
-        if schedule { scheduleBackgroundDrain() }
+        if schedule && _drainsInBackground.load(ordering: .relaxed) { scheduleBackgroundDrain() }
     }
 
     /// Queues the background drain. Only it clears `drainScheduled`, so however many writes
@@ -143,12 +184,44 @@ extension SharedCache {
     }
 
     /// Tells the policy about the reads the stripes buffered, skipping slots whose entry changed.
+    /// The slots are warmed first (see `_CacheCore.warm(slots:)`): the replay relinks entries
+    /// at random places, and it is work that no other thread can do meanwhile.
     @inlinable
     func replayReads() {
         let state = _state
-        _lock.drainReads { read in
-            guard state.pointee.core.generations.unsafelyUnwrapped[Int(read.slot)] == read.generation else { return }
-            state.pointee.core.policy.didAccess(read.slot, links: state.pointee.core.links)
+        withUnsafeTemporaryAllocation(of: _SlotRead.self, capacity: _lock.bufferedReadCapacity) { reads in
+            var count = 0
+            _lock.drainReads { read in
+                (reads.baseAddress.unsafelyUnwrapped + count).initialize(to: read)
+                count += 1
+            }
+            guard count > 0 else { return }
+            if count > 1 {
+                withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { slots in
+                    for i in 0..<count { slots[i] = Int(reads[i].slot) }
+                    _warmed.store(state.pointee.core.warm(slots: slots), ordering: .relaxed)
+                }
+            }
+            for read in reads[0..<count]
+            where state.pointee.core.generations.unsafelyUnwrapped[Int(read.slot)] == read.generation {
+                state.pointee.core.policy.didAccess(read.slot, links: state.pointee.core.links)
+            }
+        }
+    }
+
+    /// Warms what applying `writes` touches first (see `_CacheCore.warm(hashes:)`), while the
+    /// exclusive lock keeps every reader waiting.
+    @inlinable
+    func warm(for writes: [_SharedWrite<Key, Value>]) {
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: writes.count) { hashes in
+            var count = 0
+            for write in writes {
+                guard case .set(let key, _, _, _, _) = write else { continue }
+                hashes[count] = key.hashValue
+                count += 1
+            }
+            let warmed = _state.pointee.core.warm(hashes: UnsafeMutableBufferPointer(rebasing: hashes[0..<count]))
+            _warmed.store(warmed, ordering: .relaxed)
         }
     }
 

@@ -18,10 +18,13 @@ import Synchronization
 ///    lock whose stripes live on separate cache lines, so two threads reading do not contend.
 /// 2. Writes are asynchronous: a write is queued and the call returns; a background drain
 ///    applies queued writes in the order they were issued.
-/// 3. A read that starts after a write was issued sees it. A read of one key (``value(forKey:)``,
-///    ``peekValue(forKey:)``, ``contains(_:)``) that finds a queued write that may touch its key
-///    applies the whole queue first, in issue order (a counting filter of key hashes tells; bulk
-///    operations and limit changes touch every key); any other read applies any queued write
+/// 3. A read that starts after a write was issued sees it. The applied state and the queue
+///    together are the cache's contents, and no write moves from one to the other while a reader
+///    holds the lock. A read of one key (``value(forKey:)``, ``peekValue(forKey:)``,
+///    ``contains(_:)``) that finds a queued write to its key answers from the latest one (a
+///    counting filter of key hashes says when to look, and an index of the queue by key finds
+///    it), without applying the queue; only a queued bulk operation or limit change, which may
+///    touch every key, makes it apply the queue first. Any other read applies any queued write
 ///    first. So a thread reads its own writes, and a reader that saw write *N* never later sees a
 ///    state before *N*. What a queued write evicts leaves when the write is applied: until then a
 ///    read of another key may still find the entry, as if that read had come just before the write.
@@ -71,6 +74,11 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// Reads are buffered for the policy (a limit is set).
     @usableFromInline let _tracksReads = Atomic<Bool>(false)
     @usableFromInline let _recordsStatistics = Atomic<Bool>(true)
+    /// Whether queued writes are applied in the background (always, but in tests that need
+    /// writes to stay queued until a read, `flush()` or bulk operation applies them).
+    @usableFromInline let _drainsInBackground = Atomic<Bool>(true)
+    /// Where warming (`_CacheCore.warm`) leaves what it read, so that its loads are kept.
+    @usableFromInline let _warmed = Atomic<Int>(0)
 
     @usableFromInline let pending = _Locked(_PendingWrites<Key, Value>())
     @usableFromInline let outbox = _Locked(_Outbox<Key, Value>())
@@ -165,7 +173,19 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @inlinable
     public func value(forKey key: Key) -> Value? {
         if _exclusiveReads { return _exclusive { state, now in state.core.value(forKey: key, now: now) } }
-        let (value, bufferFull) = _reading(key: key) { state, stripe, now -> (Value?, Bool) in
+        let (value, bufferFull) = _reading(key: key) { state, stripe, now, queued -> (Value?, Bool) in
+            if let queued {
+                // Written and not yet applied: the policy hears of the key when the write lands.
+                let value = _value(of: queued, in: state, now: now)
+                if _recordsStatistics.load(ordering: .relaxed) {
+                    if value == nil {
+                        stripe.misses.wrappingAdd(1, ordering: .relaxed)
+                    } else {
+                        stripe.hits.wrappingAdd(1, ordering: .relaxed)
+                    }
+                }
+                return (value, false)
+            }
             let slot = state.core.slot(of: key)
             guard slot >= 0, !state.core._isExpired(slot, now: now) else {
                 if _recordsStatistics.load(ordering: .relaxed) { stripe.misses.wrappingAdd(1, ordering: .relaxed) }
@@ -187,7 +207,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// - Complexity: O(1).
     @inlinable
     public func peekValue(forKey key: Key) -> Value? {
-        _reading(key: key) { state, _, now in
+        _reading(key: key) { state, _, now, queued in
+            if let queued { return _value(of: queued, in: state, now: now) }
             let slot = state.core.slot(of: key)
             return slot >= 0 && !state.core._isExpired(slot, now: now) ? state.core.entries[Int(slot)].value : nil
         }
@@ -198,7 +219,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// - Complexity: O(1).
     @inlinable
     public func contains(_ key: Key) -> Bool {
-        _reading(key: key) { state, _, now in
+        _reading(key: key) { state, _, now, queued in
+            if let queued { return _value(of: queued, in: state, now: now) != nil }
             let slot = state.core.slot(of: key)
             return slot >= 0 && !state.core._isExpired(slot, now: now)
         }

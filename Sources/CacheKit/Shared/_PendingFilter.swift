@@ -2,11 +2,11 @@ import Synchronization
 
 /// Which keys the queued writes of a ``SharedCache`` touch, approximately: a counting filter of
 /// key hashes, plus a count of queued writes that may touch any key (bulk operations, limits,
-/// purges). A point read drains the queue first only if a queued write may touch its key, so
-/// readers of other keys keep sharing the lock while writes queue.
+/// purges). A point read looks into the queue (under its lock) only if a queued write may touch
+/// its key, so most reads take no lock but the shared one while writes queue.
 ///
 /// Counts go up when a write is queued and down when a drain has applied it, under the exclusive
-/// lock, before it is released. A hash collision only costs a drain that was not needed.
+/// lock, before it is released. A hash collision only costs a look into the queue's index.
 @usableFromInline
 final class _PendingFilter: @unchecked Sendable {
     // Each element is an atomic; the buffer is allocated once and never moves.
@@ -41,7 +41,7 @@ final class _PendingFilter: @unchecked Sendable {
         switch write {
         case .set(let key, _, _, _, _):
             counts[Self.bucket(of: key)].wrappingAdd(delta, ordering: .sequentiallyConsistent)
-        case .remove(let keys) where keys.count <= 64:
+        case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
             for key in keys { counts[Self.bucket(of: key)].wrappingAdd(delta, ordering: .sequentiallyConsistent) }
         default:
             bulk.wrappingAdd(Int(delta), ordering: .sequentiallyConsistent)

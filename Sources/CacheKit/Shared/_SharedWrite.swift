@@ -32,12 +32,77 @@ struct _PurgeTarget<Key: Hashable & Sendable>: Sendable {
     }
 }
 
-/// The writes issued and not yet applied.
+/// The writes issued and not yet applied, with an index of the latest one to each key, so that
+/// a read of one key can see a queued write instead of applying the queue.
 @usableFromInline
 struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var writes: [_SharedWrite<Key, Value>] = []
     /// Whether a background drain is queued.
     @usableFromInline var drainScheduled = false
+    /// For each key a queued write names (`set`, or a `remove` of at most
+    /// `_SharedWrite.maxNamedKeys` keys), the position in `writes` of the latest such write.
+    @usableFromInline var latest: [Key: Int] = [:]
+    /// The position of the latest write that may touch any key (a bulk write), or -1.
+    @usableFromInline var latestBulk = -1
 
     init() {}
+
+    /// Queues `write` after the others.
+    @inlinable
+    mutating func append(_ write: _SharedWrite<Key, Value>) {
+        let position = writes.count
+        writes.append(write)
+        switch write {
+        case .set(let key, _, _, _, _): latest[key] = position
+        case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
+            for key in keys { latest[key] = position }
+        default: latestBulk = position
+        }
+    }
+
+    /// Takes every queued write, in issue order, leaving the queue empty.
+    @inlinable
+    mutating func takeAll() -> [_SharedWrite<Key, Value>] {
+        defer {
+            writes = []
+            if !latest.isEmpty { latest.removeAll(keepingCapacity: true) }
+            latestBulk = -1
+        }
+        return writes
+    }
+
+    /// What the queued writes make of `key`: `nil` when none touches it (the applied state is
+    /// then current for `key`), `.drainFirst` when the latest that may is a bulk write.
+    ///
+    /// - Complexity: O(1), plus O(*k*) for a queued `remove` of *k* keys.
+    @inlinable
+    func latestWrite(to key: Key) -> _QueuedRead<Value>? {
+        let position = latest[key] ?? -1
+        if latestBulk > position { return .drainFirst }
+        guard position >= 0 else { return nil }
+        switch writes[position] {
+        case .set(_, let value, let cost, let timeToLive, let now):
+            return .stored(value, cost: cost, timeToLive: timeToLive, now: now)
+        default:
+            return .removed
+        }
+    }
+}
+
+/// The latest queued write to one key, as a reader sees it before the write is applied.
+@usableFromInline
+enum _QueuedRead<Value: Sendable>: Sendable {
+    /// A `set`, with what decides whether it is stored and when it expires.
+    case stored(Value, cost: Int, timeToLive: Int64?, now: Int64)
+    /// A removal of the key.
+    case removed
+    /// A bulk write may touch the key: apply the queue, then read.
+    case drainFirst
+}
+
+extension _SharedWrite {
+    /// The most keys a queued `remove` may name and still be indexed by key; a longer one counts
+    /// as a bulk write (readers of any key apply the queue first).
+    @inlinable
+    static var maxNamedKeys: Int { 64 }
 }
