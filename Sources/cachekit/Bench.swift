@@ -344,6 +344,7 @@ struct Plan {
     func measureOnce<T: BenchTarget>(threads: Int, make: () -> T) -> Double where T: SendableMetatype {
         let target = make()
         for key in 0..<capacity { target.set(key, key) }
+        target.settle()
         let box = UncheckedSendable(target)
         let chunk = keys.count / threads
         let start = DispatchTime.now().uptimeNanoseconds

@@ -60,15 +60,17 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    /// Takes every queued write, in issue order, leaving the queue empty.
+    /// Takes every queued write, in issue order, leaving the queue empty, with room for as many
+    /// as were taken (so that the next burst does not grow the array from nothing, copying it
+    /// at every doubling).
     @inlinable
     mutating func takeAll() -> [_SharedWrite<Key, Value>] {
-        defer {
-            writes = []
-            if !latest.isEmpty { latest.removeAll(keepingCapacity: true) }
-            latestBulk = -1
-        }
-        return writes
+        var taken: [_SharedWrite<Key, Value>] = []
+        swap(&taken, &writes)
+        writes.reserveCapacity(taken.count)
+        if !latest.isEmpty { latest.removeAll(keepingCapacity: true) }
+        latestBulk = -1
+        return taken
     }
 
     /// What the queued writes make of `key`: `nil` when none touches it (the applied state is
