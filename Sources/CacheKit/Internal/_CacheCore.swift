@@ -122,6 +122,12 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         index.find(key, hash: key.hashValue, entries: entries).slot
     }
 
+    /// The slot holding `key`, whose `hashValue` is `hash`, or `-1`.
+    @inlinable
+    func slot(of key: Key, hash: Int) -> Int32 {
+        index.find(key, hash: hash, entries: entries).slot
+    }
+
     /// The value for `key`, recording the use with the policy (and, with a time to idle, moving
     /// its deadline; `now` is the time in nanoseconds, or -1 when unknown).
     ///
@@ -162,11 +168,12 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// With `evictInline`, the limits are enforced before returning: for a new key the cache
     /// first makes room (so a new entry is never its own victim), then evicts for cost, never
     /// the entry just written. Without it (an eviction veto is installed) the owner trims
-    /// through `candidates`/`evict` instead.
+    /// through `candidates`/`evict` instead. `knownHash`, when given, is `key.hashValue`.
     @inlinable
     mutating func setValue(
         _ value: Value,
         forKey key: Key,
+        hash knownHash: Int? = nil,
         cost: Int,
         now: Int64 = -1,
         timeToLive: Int64? = nil,
@@ -174,7 +181,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         removals: inout _Removals<Key, Value>
     ) -> WriteResult.Outcome {
         precondition(cost >= 0, "cost must not be negative (got \(cost))")
-        let hash = key.hashValue
+        let hash = knownHash ?? key.hashValue
         let found = index.find(key, hash: hash, entries: entries)
         if totalCostLimit > 0 && cost > totalCostLimit {
             if found.slot >= 0 { removals.append(removeSlot(found.slot, reason: .replaced)) }

@@ -23,8 +23,8 @@ extension SharedCache {
         return body(_state.pointee, stripe, now)
     }
 
-    /// Runs `body` holding the lock shared, with the latest queued write to `key` (`nil` if no
-    /// queued write touches it). The applied state and the queue together are the cache's
+    /// Runs `body` holding the lock shared, with the key's hash (computed once, for the filter
+    /// and the index) and the latest queued write to `key` (`nil` if no queued write touches it). The applied state and the queue together are the cache's
     /// current contents: while the shared lock is held no drain moves a write from one to the
     /// other, so a read of one key need not apply the queue, unless a bulk write queued after
     /// the key's latest write may touch it.
@@ -32,26 +32,36 @@ extension SharedCache {
     /// - Complexity: O(1); a look into the queue's index (under its lock) only when the filter
     ///   says a queued write may touch `key`.
     @inlinable
+    @inline(__always)
     func _reading<R>(
         key: Key,
-        _ body: (borrowing _CacheState<Key, Value>, _StripedLock.Stripe, Int64, _QueuedRead<Value>?) -> R
+        _ body: (borrowing _CacheState<Key, Value>, _StripedLock.Stripe, Int64, Int, _QueuedRead<Value>?) -> R
     ) -> R {
         let now = _timekeeper.now()
+        let hash = key.hashValue
         while true {
             let stripe = _lock.lockShared()
             var queued: _QueuedRead<Value>? = nil
-            if _pendingCount.load(ordering: .sequentiallyConsistent) > 0, _pendingKeys.mayTouch(key) {
-                queued = pending.withLock { $0.latestWrite(to: key) }
+            if _pendingCount.load(ordering: .sequentiallyConsistent) > 0, _pendingKeys.mayTouch(hash: hash) {
+                queued = _latestQueuedWrite(to: key)
                 if case .drainFirst? = queued {
                     _lock.unlockShared(stripe)
                     _drain()
                     continue
                 }
             }
-            let result = body(_state.pointee, stripe, now, queued)
+            let result = body(_state.pointee, stripe, now, hash, queued)
             _lock.unlockShared(stripe)
             return result
         }
+    }
+
+    /// The latest queued write to `key`; out of line, so that the common read (no queued write
+    /// to its key) stays small enough to inline.
+    @inlinable
+    @inline(never)
+    func _latestQueuedWrite(to key: Key) -> _QueuedRead<Value>? {
+        pending.withLock { $0.latestWrite(to: key) }
     }
 
     /// The value a queued write leaves for its key once applied, if it is alive at `now`: a
@@ -216,8 +226,8 @@ extension SharedCache {
         withUnsafeTemporaryAllocation(of: Int.self, capacity: writes.count) { hashes in
             var count = 0
             for write in writes {
-                guard case .set(let key, _, _, _, _) = write else { continue }
-                hashes[count] = key.hashValue
+                guard case .set(_, _, _, _, _, let hash) = write else { continue }
+                hashes[count] = hash
                 count += 1
             }
             let warmed = _state.pointee.core.warm(hashes: UnsafeMutableBufferPointer(rebasing: hashes[0..<count]))
@@ -239,6 +249,7 @@ extension SharedCache {
     func store(
         _ value: Value,
         forKey key: Key,
+        hash: Int,
         cost: Int,
         timeToLive: Int64?,
         now: Int64,
@@ -249,6 +260,7 @@ extension SharedCache {
         let outcome = _state.pointee.core.setValue(
             value,
             forKey: key,
+            hash: hash,
             cost: cost,
             now: now,
             timeToLive: timeToLive,
@@ -262,8 +274,8 @@ extension SharedCache {
 
     @inlinable
     func apply(_ write: _SharedWrite<Key, Value>, removals: inout [CacheRemoval<Key, Value>]) {
-        if case .set(let key, let value, let cost, let timeToLive, let now) = write {
-            store(value, forKey: key, cost: cost, timeToLive: timeToLive, now: now, removals: &removals)
+        if case .set(let key, let value, let cost, let timeToLive, let now, let hash) = write {
+            store(value, forKey: key, hash: hash, cost: cost, timeToLive: timeToLive, now: now, removals: &removals)
         } else {
             applyBulk(write, removals: &removals)
         }
@@ -273,15 +285,23 @@ extension SharedCache {
     @usableFromInline
     func applyBulk(_ write: _SharedWrite<Key, Value>, removals: inout [CacheRemoval<Key, Value>]) {
         switch write {
-        case .set(let key, let value, let cost, let timeToLive, let now):
-            store(value, forKey: key, cost: cost, timeToLive: timeToLive, now: now, removals: &removals)
+        case .set(let key, let value, let cost, let timeToLive, let now, let hash):
+            store(value, forKey: key, hash: hash, cost: cost, timeToLive: timeToLive, now: now, removals: &removals)
         case .merge(let entries, let now):
             for (key, value) in entries {
-                store(value, forKey: key, cost: 0, timeToLive: nil, now: now, removals: &removals)
+                store(value, forKey: key, hash: key.hashValue, cost: 0, timeToLive: nil, now: now, removals: &removals)
             }
         case .restore(let entries, let now):
             for (key, value, cost) in entries where _state.pointee.core.slot(of: key) < 0 {
-                store(value, forKey: key, cost: cost, timeToLive: nil, now: now, removals: &removals)
+                store(
+                    value,
+                    forKey: key,
+                    hash: key.hashValue,
+                    cost: cost,
+                    timeToLive: nil,
+                    now: now,
+                    removals: &removals
+                )
             }
         case .remove(let keys):
             var removed = _Removals<Key, Value>()

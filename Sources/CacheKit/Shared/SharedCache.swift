@@ -173,7 +173,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @inlinable
     public func value(forKey key: Key) -> Value? {
         if _exclusiveReads { return _exclusive { state, now in state.core.value(forKey: key, now: now) } }
-        let (value, bufferFull) = _reading(key: key) { state, stripe, now, queued -> (Value?, Bool) in
+        let (value, bufferFull) = _reading(key: key) { state, stripe, now, hash, queued -> (Value?, Bool) in
             if let queued {
                 // Written and not yet applied: the policy hears of the key when the write lands.
                 let value = _value(of: queued, in: state, now: now)
@@ -186,7 +186,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
                 }
                 return (value, false)
             }
-            let slot = state.core.slot(of: key)
+            let slot = state.core.slot(of: key, hash: hash)
             guard slot >= 0, !state.core._isExpired(slot, now: now) else {
                 if _recordsStatistics.load(ordering: .relaxed) { stripe.misses.wrappingAdd(1, ordering: .relaxed) }
                 return (nil, false)
@@ -207,9 +207,9 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// - Complexity: O(1).
     @inlinable
     public func peekValue(forKey key: Key) -> Value? {
-        _reading(key: key) { state, _, now, queued in
+        _reading(key: key) { state, _, now, hash, queued in
             if let queued { return _value(of: queued, in: state, now: now) }
-            let slot = state.core.slot(of: key)
+            let slot = state.core.slot(of: key, hash: hash)
             return slot >= 0 && !state.core._isExpired(slot, now: now) ? state.core.entries[Int(slot)].value : nil
         }
     }
@@ -219,9 +219,9 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// - Complexity: O(1).
     @inlinable
     public func contains(_ key: Key) -> Bool {
-        _reading(key: key) { state, _, now, queued in
+        _reading(key: key) { state, _, now, hash, queued in
             if let queued { return _value(of: queued, in: state, now: now) != nil }
-            let slot = state.core.slot(of: key)
+            let slot = state.core.slot(of: key, hash: hash)
             return slot >= 0 && !state.core._isExpired(slot, now: now)
         }
     }
@@ -318,7 +318,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
             precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))")
             now = _timekeeper.activate()
         }
-        _enqueue(.set(key, value, cost: cost, timeToLive: expiresAfter?._nanoseconds, now: now))
+        _enqueue(.set(key, value, cost: cost, timeToLive: expiresAfter?._nanoseconds, now: now, hash: key.hashValue))
     }
 
     /// Queues writes of every pair, applied as one operation (YMCache's

@@ -32,17 +32,17 @@ final class _PendingFilter: @unchecked Sendable {
 
     /// Whether a queued write may touch `key`.
     @inlinable
-    func mayTouch(_ key: some Hashable) -> Bool {
+    func mayTouch(hash: Int) -> Bool {
         bulk.load(ordering: .sequentiallyConsistent) > 0
-            || counts[Self.bucket(of: key)].load(ordering: .sequentiallyConsistent) > 0
+            || counts[hash & (Self.bucketCount - 1)].load(ordering: .sequentiallyConsistent) > 0
     }
 
     /// Counts `write` as queued (`delta` 1) or applied (`delta` -1).
     @inlinable
     func count<Key, Value>(_ write: _SharedWrite<Key, Value>, _ delta: Int32) {
         switch write {
-        case .set(let key, _, _, _, _):
-            counts[Self.bucket(of: key)].wrappingAdd(delta, ordering: .sequentiallyConsistent)
+        case .set(_, _, _, _, _, let hash):
+            counts[hash & (Self.bucketCount - 1)].wrappingAdd(delta, ordering: .sequentiallyConsistent)
         case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
             for key in keys { counts[Self.bucket(of: key)].wrappingAdd(delta, ordering: .sequentiallyConsistent) }
         default:
