@@ -371,6 +371,7 @@ extension SharedCache {
 
     /// Waits until the handler has heard every removal posted so far, delivering them itself if
     /// no one is. Returns at once on the thread that is delivering (a handler calling `flush()`).
+    @usableFromInline
     func awaitDeliveries() {
         let me = _StripedLock.currentThread
         let target = outbox.withLock { $0.posted }

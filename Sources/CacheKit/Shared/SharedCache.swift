@@ -323,11 +323,13 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     /// Queues writes of every pair, applied as one operation (YMCache's
     /// `addEntriesFromDictionary:`).
+    @inlinable
     public func addEntries<S: Sequence>(from entries: S) where S.Element == (key: Key, value: Value) {
         _enqueue(.merge(Array(entries), now: _timekeeper.now()))
     }
 
     /// Queues writes of every key-value pair of `dictionary`, applied as one operation.
+    @inlinable
     public func addEntries(from dictionary: [Key: Value]) {
         _enqueue(.merge(dictionary.map { ($0.key, $0.value) }, now: _timekeeper.now()))
     }
@@ -337,21 +339,26 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     public func removeValue(forKey key: Key) { _enqueue(.remove([key])) }
 
     /// Queues the removal of every key in `keys`, applied as one operation.
+    @inlinable
     public func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key { _enqueue(.remove(Array(keys))) }
 
     /// Queues the removal of every entry, applied as one operation (reason
     /// ``RemovalReason/removedAll``).
+    @inlinable
     public func removeAll() { _enqueue(.removeAll(.removedAll)) }
 
     /// Queues the expiry of every entry at once (reason ``RemovalReason/expired``).
+    @inlinable
     public func expireAll() { _enqueue(.removeAll(.expired)) }
 
     /// Removes the entries that have expired, now.
+    @inlinable
     public func removeExpired() { _exclusive { _, _ in } }
 
     /// Applies every write issued before this call, on the calling thread, and returns once the
     /// removal handler has heard every removal they caused (called from the handler itself, it
     /// does not wait for the delivery in progress).
+    @inlinable
     public func flush() {
         _exclusive { _, _ in }
         awaitDeliveries()
