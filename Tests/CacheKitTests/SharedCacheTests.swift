@@ -152,16 +152,74 @@ struct SharedCacheTests {
         #expect(cache[4] == 40)
         #expect(log.all.isEmpty, "a read applied the queue")
         #expect(cache.statistics.hitCount == 2 && cache.statistics.missCount == 2)
-        // A bulk write may touch any key: a read after it applies the queue first.
+        // A bulk write may touch any key: a read after it applies the queue first, even of a key
+        // written after it (a bulk write may change a limit that decides whether that is stored).
         cache.removeAll()
         #expect(cache[4] == nil)
         #expect(log.all.count == 4)  // 1 replaced, 2 removed, then 1 and 4 by removeAll
         cache[5] = 5
         cache.addEntries(from: [6: 6])
-        cache[5] = 50  // the key's latest write comes after the bulk one: no need to apply
-        #expect(cache[5] == 50 && log.all.count == 4)
+        cache[5] = 50
+        #expect(cache[5] == 50 && log.all.count == 5)  // 5 replaced: the queue was applied
         #expect(cache[6] == 6)
         cache._checkInvariants()
+    }
+
+    @Test(
+        "the policy hears of a read answered from the queue right after the write, and a write applied expired is swept"
+    )
+    func queuedReadsReachThePolicyInOrder() {
+        let clock = ManualClock()
+        let cache = SharedCache<String, Int>(countLimit: 4, policy: .lru, clock: clock)
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache["a"] = 1
+        cache["b"] = 2
+        #expect(cache["a"] == 1)  // answered from the queue
+        cache["c"] = 3
+        cache.setValue(4, forKey: "d", expiresAfter: .seconds(5))
+        clock.advance(by: .seconds(5))  // "d" expires while queued
+        #expect(cache.entries.map(\.key) == ["b", "a", "c"])
+        #expect(cache.count == 3)
+        cache._checkInvariants()
+    }
+
+    @Test("a queued limit change makes a read apply the queue: the limit decides whether a queued write is stored")
+    func queuedLimitChangesApplyFirst() {
+        let cache = SharedCache<Int, Int>()
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache.totalCostLimit = 10
+        cache.setValue(1, forKey: 1, cost: 100)
+        #expect(cache[1] == nil && !cache.contains(1))
+        cache.totalCostLimit = 0
+        cache.setValue(2, forKey: 2, cost: 100)
+        #expect(cache[2] == 2 && cache.peekValue(forKey: 2) == 2)
+        cache.flush()
+        #expect(cache[1] == nil && cache[2] == 2)
+    }
+
+    @Test("a queued write's deadlines count from the latest time of the writes queued before it, and idle time counts")
+    func queuedWriteDeadlines() {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(expiration: .afterWrite(.seconds(10)), clock: clock)
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        // Writers read the clock before queueing, so a write can be queued after a later one.
+        let second: Int64 = 1_000_000_000
+        cache._enqueue(.set(2, 2, cost: 0, timeToLive: nil, now: 5 * second, hash: 2.hashValue))
+        cache._enqueue(.set(1, 1, cost: 0, timeToLive: nil, now: 1 * second, hash: 1.hashValue))
+        clock.advance(by: .seconds(12))
+        // Applied in order, key 1's deadline counts from 5 s (the floor key 2 left), not 1 s.
+        #expect(cache.peekValue(forKey: 1) == 1)
+        cache.flush()
+        #expect(cache.peekValue(forKey: 1) == 1)
+        clock.advance(by: .seconds(3))
+        #expect(cache.peekValue(forKey: 1) == nil)
+
+        let idle = SharedCache<Int, Int>(expiration: .afterAccess(.seconds(1)), clock: clock)
+        idle._drainsInBackground.store(false, ordering: .relaxed)
+        idle[1] = 1
+        #expect(idle.contains(1))
+        clock.advance(by: .seconds(2))
+        #expect(!idle.contains(1) && idle.peekValue(forKey: 1) == nil)
     }
 
     @Test("a queued write answers with its time to live, the cache's or its own, on the injected clock")

@@ -35,6 +35,7 @@ extension SharedCache {
     @inline(__always)
     func _reading<R>(
         key: Key,
+        recordingRead: Bool = false,
         _ body: (borrowing _CacheState<Key, Value>, _StripedLock.Stripe, Int64, Int, _QueuedRead<Value>?) -> R
     ) -> R {
         let now = _timekeeper.now()
@@ -43,7 +44,7 @@ extension SharedCache {
             let stripe = _lock.lockShared()
             var queued: _QueuedRead<Value>? = nil
             if _pendingCount.load(ordering: .sequentiallyConsistent) > 0, _pendingKeys.mayTouch(hash: hash) {
-                queued = _latestQueuedWrite(to: key)
+                queued = _latestQueuedWrite(to: key, hash: hash, recordingRead: recordingRead)
                 if case .drainFirst? = queued {
                     _lock.unlockShared(stripe)
                     _drain()
@@ -57,27 +58,39 @@ extension SharedCache {
     }
 
     /// The latest queued write to `key`; out of line, so that the common read (no queued write
-    /// to its key) stays small enough to inline.
+    /// to its key) stays small enough to inline. `recordingRead`: a read the policy should hear
+    /// of; when a queued `set` answers it, an `access` is queued behind, in the same critical
+    /// section, so the policy hears of the read right where it happened in the order of writes.
     @inlinable
     @inline(never)
-    func _latestQueuedWrite(to key: Key) -> _QueuedRead<Value>? {
-        pending.withLock { $0.latestWrite(to: key) }
+    func _latestQueuedWrite(to key: Key, hash: Int, recordingRead: Bool) -> _QueuedRead<Value>? {
+        if recordingRead && _tracksReads.load(ordering: .relaxed) {
+            return pending.withLock { pending in
+                let latest = pending.latestWrite(to: key)
+                if case .stored? = latest {
+                    pending.append(.access(key, hash: hash))
+                    _pendingCount.wrappingAdd(1, ordering: .sequentiallyConsistent)
+                }
+                return latest
+            }
+        }
+        return pending.withLock { $0.latestWrite(to: key) }
     }
 
     /// The value a queued write leaves for its key once applied, if it is alive at `now`: a
     /// `set` whose cost exceeds the cost limit removes the key, and one whose time to live
-    /// (its own, or the cache's) has run out is expired.
+    /// (its own, or the cache's) or time to idle has run out is expired. Evictions that queued
+    /// writes will cause are not seen here: they happen when the writes are applied.
     @inlinable
     func _value(of queued: _QueuedRead<Value>, in state: borrowing _CacheState<Key, Value>, now: Int64) -> Value? {
         guard case .stored(let value, let cost, let timeToLive, let writtenAt) = queued else { return nil }
         if state.core.totalCostLimit > 0 && cost > state.core.totalCostLimit { return nil }
         guard now >= 0, writtenAt >= 0 else { return value }
-        let deadline: Int64
+        var deadline: Int64
         if let expiry = state.core.expiry {
-            deadline = _Expiry.adding(
-                timeToLive ?? expiry.pointee.timeToLive,
-                to: Swift.max(writtenAt, expiry.pointee.latest)
-            )
+            let start = Swift.max(writtenAt, expiry.pointee.latest)
+            deadline = _Expiry.adding(timeToLive ?? expiry.pointee.timeToLive, to: start)
+            deadline = Swift.min(deadline, _Expiry.adding(expiry.pointee.timeToIdle, to: start))
         } else {
             deadline = timeToLive.map { _Expiry.adding($0, to: writtenAt) } ?? _Expiry.never
         }
@@ -147,6 +160,14 @@ extension SharedCache {
         collect(swept, into: &removals)
         for write in writes { apply(write, removals: &removals) }
         if !writes.isEmpty {
+            // Again: a queued write can be applied already expired (it waited in the queue past
+            // its deadline), and `body` must not see it. Swept first too, so that expired
+            // entries leave before the writes evict live ones.
+            var late = _Removals<Key, Value>()
+            _state.pointee.core.removeExpired(now: now, removals: &late)
+            collect(late, into: &removals)
+        }
+        if !writes.isEmpty {
             // Applied: readers of these keys need not drain any more (they still wait for the lock).
             for write in writes { _pendingKeys.count(write, -1) }
             _pendingCount.wrappingSubtract(writes.count, ordering: .sequentiallyConsistent)
@@ -174,11 +195,11 @@ extension SharedCache {
             pending.append(write)
             _pendingKeys.count(write, 1)
             _pendingCount.wrappingAdd(1, ordering: .sequentiallyConsistent)
-            if pending.drainScheduled { return false }
+            if pending.drainScheduled || !_drainsInBackground.load(ordering: .relaxed) { return false }
             pending.drainScheduled = true
             return true
         }
-        if schedule && _drainsInBackground.load(ordering: .relaxed) { scheduleBackgroundDrain() }
+        if schedule { scheduleBackgroundDrain() }
     }
 
     /// Queues the background drain. Only it clears `drainScheduled`, so however many writes
@@ -212,8 +233,13 @@ extension SharedCache {
                     _warmed.store(state.pointee.core.warm(slots: slots), ordering: .relaxed)
                 }
             }
+            // The bound: a read recorded as a stripe was being emptied can stay behind in its
+            // buffer and be replayed later, after `removeAll` replaced the slot storage.
+            let slots = Int32(truncatingIfNeeded: state.pointee.core.slotsUsed)
             for read in reads[0..<count]
-            where state.pointee.core.generations.unsafelyUnwrapped[Int(read.slot)] == read.generation {
+            where read.slot < slots
+                && state.pointee.core.generations.unsafelyUnwrapped[Int(read.slot)] == read.generation
+            {
                 state.pointee.core.policy.didAccess(read.slot, links: state.pointee.core.links)
             }
         }
@@ -346,6 +372,9 @@ extension SharedCache {
         case .setTotalCostLimit(let limit):
             _state.pointee.core.totalCostLimit = limit
             enforceLimits(removals: &removals)
+        case .access(let key, let hash):
+            let slot = _state.pointee.core.slot(of: key, hash: hash)
+            if slot >= 0 { _state.pointee.core.policy.didAccess(slot, links: _state.pointee.core.links) }
         }
     }
 

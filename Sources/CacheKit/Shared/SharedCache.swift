@@ -23,11 +23,13 @@ import Synchronization
 ///    holds the lock. A read of one key (``value(forKey:)``, ``peekValue(forKey:)``,
 ///    ``contains(_:)``) that finds a queued write to its key answers from the latest one (a
 ///    counting filter of key hashes says when to look, and an index of the queue by key finds
-///    it), without applying the queue; only a queued bulk operation or limit change, which may
-///    touch every key, makes it apply the queue first. Any other read applies any queued write
-///    first. So a thread reads its own writes, and a reader that saw write *N* never later sees a
-///    state before *N*. What a queued write evicts leaves when the write is applied: until then a
-///    read of another key may still find the entry, as if that read had come just before the write.
+///    it), without applying the queue; only a queued bulk operation or limit change (which may
+///    touch every key, or decide whether a queued write is stored) makes it apply the queue
+///    first. Any other read applies any queued write first. So a thread reads its own writes,
+///    and a reader that saw write *N* never later sees a state before *N*. What a queued write
+///    evicts leaves when the write is applied: until then a read may still find the entry (one
+///    the cache holds, or one an earlier queued write stores), as if that read had come just
+///    before the write.
 /// Bulk operations (`addEntries(from:)`, ``removeValues(forKeys:)``, ``removeAll()``,
 /// ``values(forKeys:)``, ``allItems()``) are single operations: no reader sees half of one.
 /// ``flush()`` applies every queued write before it returns.
@@ -173,9 +175,15 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @inlinable
     public func value(forKey key: Key) -> Value? {
         if _exclusiveReads { return _exclusive { state, now in state.core.value(forKey: key, now: now) } }
-        let (value, bufferFull) = _reading(key: key) { state, stripe, now, hash, queued -> (Value?, Bool) in
+        let (value, bufferFull) = _reading(key: key, recordingRead: true) {
+            state,
+            stripe,
+            now,
+            hash,
+            queued -> (Value?, Bool) in
             if let queued {
-                // Written and not yet applied: the policy hears of the key when the write lands.
+                // Written and not yet applied: the policy hears of the read right after the write
+                // lands (see `_latestQueuedWrite`).
                 let value = _value(of: queued, in: state, now: now)
                 if _recordsStatistics.load(ordering: .relaxed) {
                     if value == nil {

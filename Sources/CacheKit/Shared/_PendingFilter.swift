@@ -45,6 +45,8 @@ final class _PendingFilter: @unchecked Sendable {
             counts[hash & (Self.bucketCount - 1)].wrappingAdd(delta, ordering: .sequentiallyConsistent)
         case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
             for key in keys { counts[Self.bucket(of: key)].wrappingAdd(delta, ordering: .sequentiallyConsistent) }
+        case .access:
+            break  // changes no contents
         default:
             bulk.wrappingAdd(Int(delta), ordering: .sequentiallyConsistent)
         }

@@ -17,6 +17,9 @@ enum _SharedWrite<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     case trim(keptFraction: Double, reason: RemovalReason)
     case setCountLimit(Int)
     case setTotalCostLimit(Int)
+    /// A read that a queued `set` of the key answered: queued after it, so that the policy hears
+    /// of the read in order once the `set` is applied. Changes no contents.
+    case access(Key, hash: Int)
 }
 
 /// An entry an eviction decider chose, identified by its slot's version when it was chosen.
@@ -46,6 +49,11 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var latest: [Key: Int] = [:]
     /// The position of the latest write that may touch any key (a bulk write), or -1.
     @usableFromInline var latestBulk = -1
+    /// The latest time a queued `set` was issued at (-1: none), and for each queued write the
+    /// latest up to it: applying the queue in order raises the expiry's clock floor
+    /// (`_Expiry.latest`) to it, and a queued write's deadline counts from that floor.
+    @usableFromInline var latestNow: Int64 = -1
+    @usableFromInline var floors: [Int64] = []
 
     init() {}
 
@@ -54,10 +62,13 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func append(_ write: _SharedWrite<Key, Value>) {
         let position = writes.count
         writes.append(write)
+        if case .set(_, _, _, _, let now, _) = write { latestNow = Swift.max(latestNow, now) }
+        floors.append(latestNow)
         switch write {
         case .set(let key, _, _, _, _, _): latest[key] = position
         case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
             for key in keys { latest[key] = position }
+        case .access: break
         default: latestBulk = position
         }
     }
@@ -70,23 +81,26 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var taken: [_SharedWrite<Key, Value>] = []
         swap(&taken, &writes)
         writes.reserveCapacity(taken.count)
+        floors.removeAll(keepingCapacity: true)
         if !latest.isEmpty { latest.removeAll(keepingCapacity: true) }
         latestBulk = -1
+        latestNow = -1
         return taken
     }
 
     /// What the queued writes make of `key`: `nil` when none touches it (the applied state is
-    /// then current for `key`), `.drainFirst` when the latest that may is a bulk write.
+    /// then current for `key`), `.drainFirst` when a bulk write is queued (it may touch the key,
+    /// or change a limit that decides whether a queued `set` is stored).
     ///
     /// - Complexity: O(1), plus O(*k*) for a queued `remove` of *k* keys.
     @inlinable
     func latestWrite(to key: Key) -> _QueuedRead<Value>? {
-        let position = latest[key] ?? -1
-        if latestBulk > position { return .drainFirst }
-        guard position >= 0 else { return nil }
+        if latestBulk >= 0 { return .drainFirst }
+        guard let position = latest[key] else { return nil }
         switch writes[position] {
         case .set(_, let value, let cost, let timeToLive, let now, _):
-            return .stored(value, cost: cost, timeToLive: timeToLive, now: now)
+            // `didWrite` counts from max(now, floor) when the time is known.
+            return .stored(value, cost: cost, timeToLive: timeToLive, now: now < 0 ? now : floors[position])
         default:
             return .removed
         }
@@ -96,7 +110,8 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 /// The latest queued write to one key, as a reader sees it before the write is applied.
 @usableFromInline
 enum _QueuedRead<Value: Sendable>: Sendable {
-    /// A `set`, with what decides whether it is stored and when it expires.
+    /// A `set`, with what decides whether it is stored and when it expires: `now` is the time
+    /// its deadlines count from (the queue's clock floor at it), or -1.
     case stored(Value, cost: Int, timeToLive: Int64?, now: Int64)
     /// A removal of the key.
     case removed
