@@ -183,6 +183,57 @@ struct SharedCacheTests {
         cache._checkInvariants()
     }
 
+    @Test("a write that expired while queued evicts nothing: it replaces the old value and expires at once")
+    func writesExpiredInTheQueueEvictNothing() {
+        let clock = ManualClock()
+        let cache = SharedCache<String, Int>(countLimit: 2, policy: .lru, clock: clock)
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        let log = RemovalLog<String, Int>()
+        cache.removalHandler = log.append
+        cache["a"] = 1
+        cache["b"] = 2
+        cache.setValue(3, forKey: "b", expiresAfter: .seconds(5))
+        cache.flush()
+        cache.setValue(4, forKey: "d", expiresAfter: .seconds(5))
+        cache.setValue(5, forKey: "b", expiresAfter: .seconds(5))
+        clock.advance(by: .seconds(6))
+        cache.flush()
+        #expect(cache.entries.map(\.key) == ["a"])
+        #expect(
+            log.all == [
+                CacheRemoval(key: "b", value: 2, reason: .replaced),
+                CacheRemoval(key: "b", value: 3, reason: .expired),  // swept before the queue
+                CacheRemoval(key: "d", value: 4, reason: .expired),  // not stored: "a" stays
+                CacheRemoval(key: "b", value: 5, reason: .expired),
+            ]
+        )
+        cache._checkInvariants()
+    }
+
+    @Test(
+        "a queued write answers as it will be once applied, whether or not the cache has expiry state yet",
+        arguments: [false, true]
+    )
+    func queuedDeadlinesWithoutExpiryState(earlierTimeToLive: Bool) {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(clock: clock)
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        let second: Int64 = 1_000_000_000
+        if earlierTimeToLive {
+            cache.setValue(0, forKey: 0, expiresAfter: .seconds(100))  // creates expiry when applied
+        } else {
+            _ = cache._timekeeper.activate()  // reads know the time; nothing queued expires yet
+        }
+        // Queued out of time order, as writers on two threads can: key 1 read the clock first.
+        cache._enqueue(.set(2, 2, cost: 0, timeToLive: nil, now: 5 * second, hash: 2.hashValue))
+        cache._enqueue(.set(1, 1, cost: 0, timeToLive: 10 * second, now: 1 * second, hash: 1.hashValue))
+        clock.advance(by: .seconds(12))
+        let queued = cache.peekValue(forKey: 1)
+        cache.flush()
+        #expect(queued == cache.peekValue(forKey: 1))
+        #expect(queued == (earlierTimeToLive ? 1 : nil))
+    }
+
     @Test("a queued limit change makes a read apply the queue: the limit decides whether a queued write is stored")
     func queuedLimitChangesApplyFirst() {
         let cache = SharedCache<Int, Int>()

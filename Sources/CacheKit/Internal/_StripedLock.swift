@@ -158,6 +158,16 @@ final class _StripedLock: @unchecked Sendable {
     }
 
     /// Hits and misses counted by readers since the last reset.
+    /// Forgets every buffered read, in every position (a read recorded while a stripe was being
+    /// emptied can sit past its count). Called with the lock held exclusively: no read is being
+    /// recorded.
+    func discardReads() {
+        for stripe in stripes {
+            for i in 0..<Self.readBufferCapacity { stripe.reads[i].store(0, ordering: .relaxed) }
+            stripe.readCount.store(0, ordering: .releasing)
+        }
+    }
+
     @inlinable
     var requestCounts: (hits: Int, misses: Int) {
         stripes.reduce((0, 0)) {

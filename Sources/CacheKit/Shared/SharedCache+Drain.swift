@@ -67,6 +67,9 @@ extension SharedCache {
         if recordingRead && _tracksReads.load(ordering: .relaxed) {
             return pending.withLock { pending in
                 let latest = pending.latestWrite(to: key)
+                // One access for a run of reads of the key with nothing queued between them (a
+                // hot key read many times between two drains queues one, not thousands).
+                if case .access(let last, _)? = pending.writes.last, last == key { return latest }
                 if case .stored? = latest {
                     pending.append(.access(key, hash: hash))
                     _pendingCount.wrappingAdd(1, ordering: .sequentiallyConsistent)
@@ -83,18 +86,25 @@ extension SharedCache {
     /// writes will cause are not seen here: they happen when the writes are applied.
     @inlinable
     func _value(of queued: _QueuedRead<Value>, in state: borrowing _CacheState<Key, Value>, now: Int64) -> Value? {
-        guard case .stored(let value, let cost, let timeToLive, let writtenAt) = queued else { return nil }
-        if state.core.totalCostLimit > 0 && cost > state.core.totalCostLimit { return nil }
-        guard now >= 0, writtenAt >= 0 else { return value }
-        var deadline: Int64
-        if let expiry = state.core.expiry {
-            let start = Swift.max(writtenAt, expiry.pointee.latest)
-            deadline = _Expiry.adding(timeToLive ?? expiry.pointee.timeToLive, to: start)
-            deadline = Swift.min(deadline, _Expiry.adding(expiry.pointee.timeToIdle, to: start))
-        } else {
-            deadline = timeToLive.map { _Expiry.adding($0, to: writtenAt) } ?? _Expiry.never
+        guard case .stored(let value, let cost, let timeToLive, let floor, let floorWithoutExpiry) = queued else {
+            return nil
         }
-        return deadline > now ? value : nil
+        if state.core.totalCostLimit > 0 && cost > state.core.totalCostLimit { return nil }
+        guard now >= 0 else { return value }
+        let expiry = state.core.expiry
+        let writtenAt = expiry == nil ? floorWithoutExpiry : floor
+        return Self._deadline(writtenAt: writtenAt, timeToLive: timeToLive, expiry: expiry) > now ? value : nil
+    }
+
+    /// The first deadline (time to live or to idle) a value written at `writtenAt` (-1:
+    /// unknown) gets when applied now: what `_Expiry.didWrite` computes, without changing it.
+    @inlinable
+    static func _deadline(writtenAt: Int64, timeToLive: Int64?, expiry: UnsafeMutablePointer<_Expiry>?) -> Int64 {
+        guard writtenAt >= 0 else { return _Expiry.never }
+        guard let expiry else { return timeToLive.map { _Expiry.adding($0, to: writtenAt) } ?? _Expiry.never }
+        let start = Swift.max(writtenAt, expiry.pointee.latest)
+        let deadline = _Expiry.adding(timeToLive ?? expiry.pointee.timeToLive, to: start)
+        return Swift.min(deadline, _Expiry.adding(expiry.pointee.timeToIdle, to: start))
     }
 
     /// Runs `body` holding the lock exclusively, after replaying the buffered reads, removing
@@ -158,7 +168,7 @@ extension SharedCache {
         var swept = _Removals<Key, Value>()
         _state.pointee.core.removeExpired(now: now, removals: &swept)
         collect(swept, into: &removals)
-        for write in writes { apply(write, removals: &removals) }
+        for write in writes { apply(write, at: now, removals: &removals) }
         if !writes.isEmpty {
             // Again: a queued write can be applied already expired (it waited in the queue past
             // its deadline), and `body` must not see it. Swept first too, so that expired
@@ -279,10 +289,24 @@ extension SharedCache {
         cost: Int,
         timeToLive: Int64?,
         now: Int64,
+        at drainTime: Int64,
         removals: inout [CacheRemoval<Key, Value>]
     ) {
         if timeToLive != nil { _state.pointee.core.enableExpiry() }
         var removed = _Removals<Key, Value>()
+        if drainTime >= 0,
+            Self._deadline(writtenAt: now, timeToLive: timeToLive, expiry: _state.pointee.core.expiry) <= drainTime
+        {
+            // It expired while queued: storing it would evict a live entry to make room for a
+            // dead one. The write still replaces the old value, then expires at once.
+            if let old = _state.pointee.core.removeValue(forKey: key, reason: .replaced) { removed.append(old) }
+            if let expiry = _state.pointee.core.expiry { expiry.pointee.latest = Swift.max(expiry.pointee.latest, now) }
+            _state.pointee.core.stats.recordRemovals(.expired)
+            removed.append(CacheRemoval(key: key, value: value, reason: .expired))
+            changeLog?.didSet(key, value)
+            collect(removed, into: &removals)
+            return
+        }
         let outcome = _state.pointee.core.setValue(
             value,
             forKey: key,
@@ -299,23 +323,50 @@ extension SharedCache {
     }
 
     @inlinable
-    func apply(_ write: _SharedWrite<Key, Value>, removals: inout [CacheRemoval<Key, Value>]) {
+    func apply(_ write: _SharedWrite<Key, Value>, at drainTime: Int64, removals: inout [CacheRemoval<Key, Value>]) {
         if case .set(let key, let value, let cost, let timeToLive, let now, let hash) = write {
-            store(value, forKey: key, hash: hash, cost: cost, timeToLive: timeToLive, now: now, removals: &removals)
+            store(
+                value,
+                forKey: key,
+                hash: hash,
+                cost: cost,
+                timeToLive: timeToLive,
+                now: now,
+                at: drainTime,
+                removals: &removals
+            )
         } else {
-            applyBulk(write, removals: &removals)
+            applyBulk(write, at: drainTime, removals: &removals)
         }
     }
 
     /// Every write but a plain `set`: rarer, so not inlined into clients.
     @usableFromInline
-    func applyBulk(_ write: _SharedWrite<Key, Value>, removals: inout [CacheRemoval<Key, Value>]) {
+    func applyBulk(_ write: _SharedWrite<Key, Value>, at drainTime: Int64, removals: inout [CacheRemoval<Key, Value>]) {
         switch write {
         case .set(let key, let value, let cost, let timeToLive, let now, let hash):
-            store(value, forKey: key, hash: hash, cost: cost, timeToLive: timeToLive, now: now, removals: &removals)
+            store(
+                value,
+                forKey: key,
+                hash: hash,
+                cost: cost,
+                timeToLive: timeToLive,
+                now: now,
+                at: drainTime,
+                removals: &removals
+            )
         case .merge(let entries, let now):
             for (key, value) in entries {
-                store(value, forKey: key, hash: key.hashValue, cost: 0, timeToLive: nil, now: now, removals: &removals)
+                store(
+                    value,
+                    forKey: key,
+                    hash: key.hashValue,
+                    cost: 0,
+                    timeToLive: nil,
+                    now: now,
+                    at: drainTime,
+                    removals: &removals
+                )
             }
         case .restore(let entries, let now):
             for (key, value, cost) in entries where _state.pointee.core.slot(of: key) < 0 {
@@ -326,6 +377,7 @@ extension SharedCache {
                     cost: cost,
                     timeToLive: nil,
                     now: now,
+                    at: drainTime,
                     removals: &removals
                 )
             }
@@ -338,6 +390,9 @@ extension SharedCache {
             }
             collect(removed, into: &removals)
         case .removeAll(let reason):
+            // Fresh storage restarts the slot versions: a buffered read of the old storage could
+            // match a slot of the new one, so none may be replayed.
+            _lock.discardReads()
             let old = _state.pointee.takeAll()
             _state.pointee.core.stats.recordRemovals(reason, count: old.count)
             removals.reserveCapacity(removals.count + old.count)

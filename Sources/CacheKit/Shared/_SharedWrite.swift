@@ -54,6 +54,11 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// (`_Expiry.latest`) to it, and a queued write's deadline counts from that floor.
     @usableFromInline var latestNow: Int64 = -1
     @usableFromInline var floors: [Int64] = []
+    /// The same from the first queued `set` with a time to live of its own on (-1: none yet):
+    /// in a cache that has no expiry state yet, that write creates it, and only writes applied
+    /// from then on raise the floor.
+    @usableFromInline var latestNowSinceTimeToLive: Int64 = -1
+    @usableFromInline var floorsWithoutExpiry: [Int64] = []
 
     init() {}
 
@@ -62,8 +67,16 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func append(_ write: _SharedWrite<Key, Value>) {
         let position = writes.count
         writes.append(write)
-        if case .set(_, _, _, _, let now, _) = write { latestNow = Swift.max(latestNow, now) }
+        var floorWithoutExpiry: Int64 = -1
+        if case .set(_, _, _, let timeToLive, let now, _) = write {
+            latestNow = Swift.max(latestNow, now)
+            if timeToLive != nil || latestNowSinceTimeToLive >= 0 {
+                latestNowSinceTimeToLive = Swift.max(latestNowSinceTimeToLive, now)
+            }
+            floorWithoutExpiry = latestNowSinceTimeToLive >= 0 ? latestNowSinceTimeToLive : now
+        }
         floors.append(latestNow)
+        floorsWithoutExpiry.append(floorWithoutExpiry)
         switch write {
         case .set(let key, _, _, _, _, _): latest[key] = position
         case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
@@ -82,6 +95,8 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         swap(&taken, &writes)
         writes.reserveCapacity(taken.count)
         floors.removeAll(keepingCapacity: true)
+        floorsWithoutExpiry.removeAll(keepingCapacity: true)
+        latestNowSinceTimeToLive = -1
         if !latest.isEmpty { latest.removeAll(keepingCapacity: true) }
         latestBulk = -1
         latestNow = -1
@@ -100,7 +115,13 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         switch writes[position] {
         case .set(_, let value, let cost, let timeToLive, let now, _):
             // `didWrite` counts from max(now, floor) when the time is known.
-            return .stored(value, cost: cost, timeToLive: timeToLive, now: now < 0 ? now : floors[position])
+            return .stored(
+                value,
+                cost: cost,
+                timeToLive: timeToLive,
+                floor: now < 0 ? now : floors[position],
+                floorWithoutExpiry: now < 0 ? now : floorsWithoutExpiry[position]
+            )
         default:
             return .removed
         }
@@ -110,9 +131,10 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 /// The latest queued write to one key, as a reader sees it before the write is applied.
 @usableFromInline
 enum _QueuedRead<Value: Sendable>: Sendable {
-    /// A `set`, with what decides whether it is stored and when it expires: `now` is the time
-    /// its deadlines count from (the queue's clock floor at it), or -1.
-    case stored(Value, cost: Int, timeToLive: Int64?, now: Int64)
+    /// A `set`, with what decides whether it is stored and when it expires: the time its
+    /// deadlines count from (the queue's clock floor at it, or -1 when unknown), in a cache that
+    /// has expiry state and in one that has none yet.
+    case stored(Value, cost: Int, timeToLive: Int64?, floor: Int64, floorWithoutExpiry: Int64)
     /// A removal of the key.
     case removed
     /// A bulk write may touch the key: apply the queue, then read.
