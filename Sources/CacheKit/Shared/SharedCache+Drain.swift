@@ -344,17 +344,8 @@ extension SharedCache {
     @usableFromInline
     func applyBulk(_ write: _SharedWrite<Key, Value>, at drainTime: Int64, removals: inout [CacheRemoval<Key, Value>]) {
         switch write {
-        case .set(let key, let value, let cost, let timeToLive, let now, let hash):
-            store(
-                value,
-                forKey: key,
-                hash: hash,
-                cost: cost,
-                timeToLive: timeToLive,
-                now: now,
-                at: drainTime,
-                removals: &removals
-            )
+        case .set:
+            apply(write, at: drainTime, removals: &removals)  // `apply` stores sets itself
         case .merge(let entries, let now):
             for (key, value) in entries {
                 store(
