@@ -42,8 +42,10 @@ import Synchronization
 /// under a policy lock of its own while other readers go on (a replay relinks only the lists,
 /// which readers never read); if a replay is running, that read goes unrecorded. So recency is
 /// approximate: under contention some reads are dropped, and a read may reach the policy before
-/// a write to another key issued just before it. Eviction happens only in writes, and every
-/// write first replays the buffered reads.
+/// a write to another key issued just before it. A read answered by a queued write of its key is
+/// queued behind that write, so the policy hears of it in order (repeated reads of the key with
+/// nothing queued between them count once). Eviction happens only in writes, and every write
+/// first replays the buffered reads.
 ///
 /// ## Expiration
 /// ``Expiration/afterWrite`` and per-entry `expiresAfter` cost readers nothing extra: an expired

@@ -30,7 +30,7 @@ final class _PendingFilter: @unchecked Sendable {
     @inlinable
     static func bucket(of key: some Hashable) -> Int { key.hashValue & (bucketCount - 1) }
 
-    /// Whether a queued write may touch `key`.
+    /// Whether a queued write may touch the key whose `hashValue` is `hash`.
     @inlinable
     func mayTouch(hash: Int) -> Bool {
         bulk.load(ordering: .sequentiallyConsistent) > 0
