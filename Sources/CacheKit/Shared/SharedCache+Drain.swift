@@ -24,10 +24,10 @@ extension SharedCache {
     }
 
     /// Runs `body` holding the lock shared, with the key's hash (computed once, for the filter
-    /// and the index) and the latest queued write to `key` (`nil` if no queued write touches it). The applied state and the queue together are the cache's
-    /// current contents: while the shared lock is held no drain moves a write from one to the
-    /// other, so a read of one key need not apply the queue, unless a bulk write queued after
-    /// the key's latest write may touch it.
+    /// and the index) and the latest queued write to `key` (`nil` if no queued write touches
+    /// it). The applied state and the queue together are the cache's current contents: while
+    /// the shared lock is held no drain moves a write from one to the other, so a read of one
+    /// key need not apply the queue, unless a bulk write is queued.
     ///
     /// - Complexity: O(1); a look into the queue's index (under its lock) only when the filter
     ///   says a queued write may touch `key`.
@@ -170,14 +170,7 @@ extension SharedCache {
         collect(swept, into: &removals)
         for write in writes { apply(write, at: now, removals: &removals) }
         if !writes.isEmpty {
-            // Again: a queued write can be applied already expired (it waited in the queue past
-            // its deadline), and `body` must not see it. Swept first too, so that expired
-            // entries leave before the writes evict live ones.
-            var late = _Removals<Key, Value>()
-            _state.pointee.core.removeExpired(now: now, removals: &late)
-            collect(late, into: &removals)
-        }
-        if !writes.isEmpty {
+            // (A write already expired at `now` was not stored: see `store`.)
             // Applied: readers of these keys need not drain any more (they still wait for the lock).
             for write in writes { _pendingKeys.count(write, -1) }
             _pendingCount.wrappingSubtract(writes.count, ordering: .sequentiallyConsistent)

@@ -47,8 +47,8 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// For each key a queued write names (`set`, or a `remove` of at most
     /// `_SharedWrite.maxNamedKeys` keys), the position in `writes` of the latest such write.
     @usableFromInline var latest: [Key: Int] = [:]
-    /// The position of the latest write that may touch any key (a bulk write), or -1.
-    @usableFromInline var latestBulk = -1
+    /// Whether a write that may touch any key (a bulk write) is queued.
+    @usableFromInline var hasBulkWrite = false
     /// The latest time a queued `set` was issued at (-1: none), and for each queued write the
     /// latest up to it: applying the queue in order raises the expiry's clock floor
     /// (`_Expiry.latest`) to it, and a queued write's deadline counts from that floor.
@@ -82,7 +82,7 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
             for key in keys { latest[key] = position }
         case .access: break
-        default: latestBulk = position
+        default: hasBulkWrite = true
         }
     }
 
@@ -98,7 +98,7 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         floorsWithoutExpiry.removeAll(keepingCapacity: true)
         latestNowSinceTimeToLive = -1
         if !latest.isEmpty { latest.removeAll(keepingCapacity: true) }
-        latestBulk = -1
+        hasBulkWrite = false
         latestNow = -1
         return taken
     }
@@ -107,10 +107,10 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// then current for `key`), `.drainFirst` when a bulk write is queued (it may touch the key,
     /// or change a limit that decides whether a queued `set` is stored).
     ///
-    /// - Complexity: O(1), plus O(*k*) for a queued `remove` of *k* keys.
+    /// - Complexity: O(1).
     @inlinable
     func latestWrite(to key: Key) -> _QueuedRead<Value>? {
-        if latestBulk >= 0 { return .drainFirst }
+        if hasBulkWrite { return .drainFirst }
         guard let position = latest[key] else { return nil }
         switch writes[position] {
         case .set(_, let value, let cost, let timeToLive, let now, _):
