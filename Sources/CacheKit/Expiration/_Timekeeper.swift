@@ -1,11 +1,5 @@
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A cache's clock, type-erased, reading nanoseconds since the cache was created.
 ///
 /// The clock is read outside the cache's lock (an injected clock is user code), and only while
@@ -18,39 +12,42 @@ final class _Timekeeper: Sendable {
     @usableFromInline let read: @Sendable () -> Int64
     @usableFromInline let sleep: @Sendable (Duration) async throws -> Void
     @usableFromInline let active: Atomic<Bool>
+    #if os(Linux)
+    /// Whether the clock is the default one, read through `ticker` (see `_Ticker`) minus `start`.
+    @usableFromInline let readsTicker: Bool
+    @usableFromInline let ticker: _Ticker
+    /// `ticker.cells`, read without reference counting (see `_Ticker.cells`).
+    /// Immutable, and the cells it points to are atomics.
+    @usableFromInline nonisolated(unsafe) let tickerCells: UnsafeMutablePointer<_Ticker.Cells>
+    @usableFromInline let start: Int64
+    #endif
 
     init<C: Clock>(_ clock: C, active: Bool) where C.Duration == Duration {
-        if C.self == ContinuousClock.self, let coarse = Self.coarseReader() {
-            read = coarse
+        #if os(Linux)
+        if C.self == ContinuousClock.self {
+            // The last published reading, not `ticker.now()`, which would start the ticking for a
+            // cache that may never expire.
+            let ticker = _Ticker.shared
+            let start = ticker.lastReading
+            self.ticker = ticker
+            tickerCells = ticker.cells
+            self.start = start
+            readsTicker = true
+            read = { Swift.max(0, ticker.now() &- start) }
         } else {
             let start = clock.now
+            ticker = _Ticker.shared
+            tickerCells = ticker.cells
+            self.start = 0
+            readsTicker = false
             read = { Swift.max(0, start.duration(to: clock.now)._nanoseconds) }
         }
+        #else
+        let start = clock.now
+        read = { Swift.max(0, start.duration(to: clock.now)._nanoseconds) }
+        #endif
         sleep = { try await clock.sleep(for: $0) }
         self.active = Atomic(active)
-    }
-
-    /// A fast reader for the default clock: the kernel's coarse monotonic clock, when its
-    /// resolution is 10 ms or finer (typically 1-4 ms). Reading `ContinuousClock` costs ~90 ns
-    /// here, the coarse clock ~8 ns, and an expiring cache reads the time on every operation.
-    /// Unlike `ContinuousClock` (`CLOCK_BOOTTIME`), it stops while the machine is suspended, so
-    /// time asleep does not age entries (documented in the README).
-    static func coarseReader() -> (@Sendable () -> Int64)? {
-        #if os(Linux)
-        var resolution = timespec()
-        guard clock_getres(CLOCK_MONOTONIC_COARSE, &resolution) == 0,
-            resolution.tv_sec == 0, resolution.tv_nsec <= 10_000_000
-        else { return nil }
-        @Sendable func nanoseconds() -> Int64 {
-            var now = timespec()
-            clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
-            return Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
-        }
-        let start = nanoseconds()
-        return { nanoseconds() &- start }
-        #else
-        return nil
-        #endif
     }
 
     @inlinable
@@ -58,7 +55,19 @@ final class _Timekeeper: Sendable {
 
     /// Now, or -1 ("unknown") while the cache has nothing that expires.
     @inlinable
-    func now() -> Int64 { isActive ? read() : -1 }
+    @inline(__always)
+    func now() -> Int64 { isActive ? reading() : -1 }
+
+    /// Now, whether or not the cache has anything that expires.
+    @inlinable
+    @inline(__always)
+    func reading() -> Int64 {
+        #if os(Linux)
+        // Readings that race to publish can land a few nanoseconds out of order.
+        if readsTicker { return Swift.max(0, _Ticker.now(tickerCells, orWake: ticker) &- start) }
+        #endif
+        return read()
+    }
 
     /// A task that runs `body` every `interval` (measured by `sleep`) until `body` returns
     /// `false` or the task is cancelled.
@@ -79,6 +88,6 @@ final class _Timekeeper: Sendable {
     @inlinable
     func activate() -> Int64 {
         if !isActive { active.store(true, ordering: .sequentiallyConsistent) }
-        return read()
+        return reading()
     }
 }
