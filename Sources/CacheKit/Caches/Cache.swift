@@ -60,9 +60,9 @@ public final class Cache<Key: Hashable, Value> {
     ///   - expiration: When entries expire (time to live, time to idle, refresh). Defaults to
     ///     ``Expiration/never``; a write can still give its entry an `expiresAfter`.
     ///   - clock: The clock expiry is measured on. Tests pass a ``ManualClock``. The default
-    ///     `ContinuousClock` is read through Linux's coarse monotonic clock: 1–4 ms resolution
-    ///     (entries may outlive their deadline by that much, never expire early), and it does
-    ///     not advance while the machine is suspended.
+    ///     `ContinuousClock` is read on Linux from a reading that a background thread publishes
+    ///     every millisecond (so an entry's life may be up to about 1 ms off its duration), and
+    ///     it does not advance while the machine is suspended. Any other clock is read exactly.
     ///   - insertionPolicy: Asked before each value is stored, with its key, value and cost; a
     ///     value it refuses is not stored (see ``WriteResult/Rejection/insertionPolicy``). Runs
     ///     outside the lock. `nil` (the default) stores everything.

@@ -32,9 +32,9 @@ public final class SerialCache<Key: Hashable, Value> {
     ///   - expiration: When entries expire (time to live, time to idle, refresh). Defaults to
     ///     ``Expiration/never``; a write can still give its entry an `expiresAfter`.
     ///   - clock: The clock expiry is measured on. Tests pass a ``ManualClock``. The default
-    ///     `ContinuousClock` is read through Linux's coarse monotonic clock: 1–4 ms resolution
-    ///     (entries may outlive their deadline by that much, never expire early), and it does
-    ///     not advance while the machine is suspended.
+    ///     `ContinuousClock` is read on Linux from a reading that a background thread publishes
+    ///     every millisecond (so an entry's life may be up to about 1 ms off its duration), and
+    ///     it does not advance while the machine is suspended. Any other clock is read exactly.
     ///     ``Expiration/sweepInterval`` is ignored: a `SerialCache` runs nothing in the background.
     ///   - insertionPolicy: Asked before each value is stored; a value it refuses is not stored.
     /// - Precondition: `countLimit` and `totalCostLimit` are not negative; every duration in
