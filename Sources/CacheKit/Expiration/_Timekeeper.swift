@@ -1,6 +1,7 @@
 import Synchronization
 
-/// A cache's clock, type-erased, reading nanoseconds since the cache was created.
+/// A cache's clock, type-erased, reading nanoseconds since about when the cache was created (on
+/// the default clock, since the last reading `_Ticker` had published by then).
 ///
 /// The clock is read outside the cache's lock (an injected clock is user code), and only while
 /// `isActive`: from creation if the cache's ``Expiration`` has any duration, otherwise from the
@@ -22,33 +23,50 @@ final class _Timekeeper: Sendable {
     @usableFromInline let start: Int64
     #endif
 
-    init<C: Clock>(_ clock: C, active: Bool) where C.Duration == Duration {
+    convenience init<C: Clock>(_ clock: C, active: Bool) where C.Duration == Duration {
+        let sleep: @Sendable (Duration) async throws -> Void = { try await clock.sleep(for: $0) }
         #if os(Linux)
         if C.self == ContinuousClock.self {
-            // The last published reading, not `ticker.now()`, which would start the ticking for a
-            // cache that may never expire.
-            let ticker = _Ticker.shared
-            let start = ticker.lastReading
-            self.ticker = ticker
-            tickerCells = ticker.cells
-            self.start = start
-            readsTicker = true
-            read = { Swift.max(0, ticker.now() &- start) }
-        } else {
-            let start = clock.now
-            ticker = _Ticker.shared
-            tickerCells = ticker.cells
-            self.start = 0
-            readsTicker = false
-            read = { Swift.max(0, start.duration(to: clock.now)._nanoseconds) }
+            self.init(ticker: .shared, active: active)
+            return
         }
-        #else
-        let start = clock.now
-        read = { Swift.max(0, start.duration(to: clock.now)._nanoseconds) }
         #endif
-        sleep = { try await clock.sleep(for: $0) }
+        let start = clock.now
+        self.init(active: active, sleep: sleep) { Swift.max(0, start.duration(to: clock.now)._nanoseconds) }
+    }
+
+    /// A timekeeper reading `read`.
+    init(
+        active: Bool,
+        sleep: @escaping @Sendable (Duration) async throws -> Void,
+        read: @escaping @Sendable () -> Int64
+    ) {
+        self.read = read
+        self.sleep = sleep
+        self.active = Atomic(active)
+        #if os(Linux)
+        ticker = .shared
+        tickerCells = ticker.cells
+        start = 0
+        readsTicker = false
+        #endif
+    }
+
+    #if os(Linux)
+    /// A timekeeper on the default clock, reading `ticker` (the shared one, but for tests).
+    init(ticker: _Ticker, active: Bool) {
+        // The last published reading, not `ticker.now()`, which would start the ticking for a
+        // cache that may never expire.
+        let start = ticker.lastReading
+        self.ticker = ticker
+        tickerCells = ticker.cells
+        self.start = start
+        readsTicker = true
+        read = { Swift.max(0, ticker.now() &- start) }
+        sleep = { try await ContinuousClock().sleep(for: $0) }
         self.active = Atomic(active)
     }
+    #endif
 
     @inlinable
     var isActive: Bool { active.load(ordering: .relaxed) }
@@ -63,7 +81,8 @@ final class _Timekeeper: Sendable {
     @inline(__always)
     func reading() -> Int64 {
         #if os(Linux)
-        // Readings that race to publish can land a few nanoseconds out of order.
+        // Published readings only grow, so this is never below `start`; the clamp keeps a reading
+        // from ever meaning "unknown" (-1) all the same.
         if readsTicker { return Swift.max(0, _Ticker.now(tickerCells, orWake: ticker) &- start) }
         #endif
         return read()
