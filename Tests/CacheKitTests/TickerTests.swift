@@ -85,6 +85,19 @@ struct TickerTests {
         #expect(inactive.activate() >= 0)
     }
 
+    @Test("after a fork the ticker is parked again, so the child's first reading reads the clock")
+    func forkedChildParks() {
+        let ticker = _Ticker(intervalNanoseconds: nil, parkAfter: 1_000)
+        _ = ticker.now()
+        #expect(ticker.waitForWake(timeout: .now()))
+        #expect(!ticker.isParked)
+        ticker.resetAfterFork()
+        #expect(ticker.isParked)
+        let before = _Ticker.clock()
+        #expect(ticker.now() >= before)
+        #expect(!ticker.isParked)
+    }
+
     @Test("only the reader that finds the ticker parked in the state it saw wakes it")
     func oneWakePerPark() {
         let ticker = _Ticker(intervalNanoseconds: nil, parkAfter: 1)

@@ -24,7 +24,6 @@ final class _Timekeeper: Sendable {
     #endif
 
     convenience init<C: Clock>(_ clock: C, active: Bool) where C.Duration == Duration {
-        let sleep: @Sendable (Duration) async throws -> Void = { try await clock.sleep(for: $0) }
         #if os(Linux)
         if C.self == ContinuousClock.self {
             self.init(ticker: .shared, active: active)
@@ -32,7 +31,11 @@ final class _Timekeeper: Sendable {
         }
         #endif
         let start = clock.now
-        self.init(active: active, sleep: sleep) { Swift.max(0, start.duration(to: clock.now)._nanoseconds) }
+        self.init(
+            active: active,
+            sleep: { try await clock.sleep(for: $0) },
+            read: { Swift.max(0, start.duration(to: clock.now)._nanoseconds) }
+        )
     }
 
     /// A timekeeper reading `read`.
@@ -62,6 +65,7 @@ final class _Timekeeper: Sendable {
         tickerCells = ticker.cells
         self.start = start
         readsTicker = true
+        // Not called: `reading()` loads the ticker itself, without this closure's reference counting.
         read = { Swift.max(0, ticker.now() &- start) }
         sleep = { try await ContinuousClock().sleep(for: $0) }
         self.active = Atomic(active)
