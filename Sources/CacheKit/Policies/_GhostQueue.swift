@@ -1,22 +1,26 @@
 /// A FIFO of recently evicted key hashes with O(1) membership: S3-FIFO's ghost queue.
 ///
-/// The hashes sit in a ring in the order they arrived; an open-addressing table maps each live
-/// hash to its position in the ring. A hash that leaves from the middle (its key came back) is
-/// deleted from the table and only marked dead in the ring, where the oldest end skips it later.
-/// Compared with `_GhostLists` (linked nodes, which ARC needs for its two lists), an append or a
-/// removal touches no neighbours and allocates nothing: a ring store and one table probe.
+/// An open-addressing table (linear probing) holds each live hash with its position in arrival
+/// order; a ring holds, per position, the table bucket its hash is in. So the oldest end of the
+/// queue is one ring read and one bucket read away, with no probe: the bucket still holds that
+/// position's hash unless the hash left from the middle (its key came back) or was appended
+/// again, and then the position is skipped. A removal shifts the rest of its probe run back (no
+/// tombstones) and tells the ring where each shifted hash went.
 ///
-/// When the ring fills it is compacted (dead hashes dropped, positions renumbered) and doubled if
-/// more than half of it is live, so it holds at most four slots per live hash and every
-/// operation is O(1) amortized. The table has two buckets per ring slot (load at most 1/2).
+/// When the ring fills it is rebuilt with only the live hashes (positions renumbered from 0),
+/// doubled if more than half of it would be live, so it holds at most four slots per live hash
+/// and every operation is O(1) amortized. The table has two buckets per ring slot (load at most
+/// 1/2).
+///
+/// The design this replaced kept hashes in the ring with a dead flag each, and found the oldest
+/// hash's bucket by probing for it; this one reads the bucket from the ring.
 @usableFromInline
 struct _GhostQueue {
-    /// Hashes by position modulo the ring's capacity.
+    /// Per position modulo the ring's capacity: the bucket its hash was stored in.
     @usableFromInline var ring: UnsafeMutablePointer<UInt32>
-    /// Whether the hash at a ring slot left from the middle.
-    @usableFromInline var dead: UnsafeMutablePointer<Bool>
     @usableFromInline var ringMask: Int
-    /// Absolute positions: the oldest slot still in the ring, and the next to fill.
+    /// Absolute positions since the last rebuild: the oldest slot still in the ring, and the next
+    /// to fill.
     @usableFromInline var head = 0
     @usableFromInline var tail = 0
     /// Live hashes.
@@ -25,11 +29,14 @@ struct _GhostQueue {
     @usableFromInline var table: UnsafeMutablePointer<UInt64>
     @usableFromInline var tableMask: Int
 
+    @usableFromInline static var liveBit: UInt64 { 0x8000_0000 }
+    /// The bits of a bucket that name its hash.
+    @usableFromInline static var identity: UInt64 { 0xFFFF_FFFF_8000_0000 }
+
     @inlinable
     init() {
         ringMask = 15
         ring = .allocate(capacity: 16)
-        dead = .allocate(capacity: 16)
         tableMask = 31
         table = .allocate(capacity: 32)
         table.initialize(repeating: 0, count: 32)
@@ -38,15 +45,18 @@ struct _GhostQueue {
     @inlinable
     func deallocate() {
         ring.deallocate()
-        dead.deallocate()
         table.deallocate()
     }
 
     @inlinable
     @inline(__always)
     static func entry(hash: UInt32, position: Int) -> UInt64 {
-        UInt64(hash) << 32 | 0x8000_0000 | UInt64(position & 0x7FFF_FFFF)
+        UInt64(hash) << 32 | liveBit | UInt64(position & 0x7FFF_FFFF)
     }
+
+    @inlinable
+    @inline(__always)
+    static func identity(of hash: UInt32) -> UInt64 { UInt64(hash) << 32 | liveBit }
 
     /// Removes `hash` if it is in the queue; returns whether it was.
     ///
@@ -54,12 +64,12 @@ struct _GhostQueue {
     @inlinable
     mutating func remove(_ hash: UInt32) -> Bool {
         guard count > 0 else { return false }
+        let wanted = Self.identity(of: hash)
         var b = Int(hash) & tableMask
         while true {
             let entry = table[b]
             if entry == 0 { return false }
-            if UInt32(truncatingIfNeeded: entry >> 32) == hash {
-                dead[Int(entry & 0x7FFF_FFFF) & ringMask] = true
+            if entry & Self.identity == wanted {
                 deleteBucket(b)
                 count -= 1
                 return true
@@ -74,27 +84,32 @@ struct _GhostQueue {
     /// - Complexity: O(1) amortized, plus O(1) per hash dropped.
     @inlinable
     mutating func append(_ hash: UInt32, limit: Int) {
-        if tail - head > ringMask { compact() }
-        let entry = Self.entry(hash: hash, position: tail)
+        if tail - head > ringMask { rebuild() }
+        let wanted = Self.identity(of: hash)
         var b = Int(hash) & tableMask
         while true {
             let existing = table[b]
             if existing == 0 {
-                table[b] = entry
                 count += 1
                 break
             }
-            if UInt32(truncatingIfNeeded: existing >> 32) == hash {
-                dead[Int(existing & 0x7FFF_FFFF) & ringMask] = true
-                table[b] = entry
-                break
-            }
+            if existing & Self.identity == wanted { break }  // the older copy's position goes dead
             b = (b &+ 1) & tableMask
         }
-        ring[tail & ringMask] = hash
-        dead[tail & ringMask] = false
+        table[b] = Self.entry(hash: hash, position: tail)
+        ring[tail & ringMask] = UInt32(truncatingIfNeeded: b)
         tail += 1
         while count > limit { removeOldest() }
+    }
+
+    /// Whether the hash appended at `position` is still live, and if so its bucket.
+    @inlinable
+    @inline(__always)
+    func liveBucket(at position: Int) -> Int? {
+        let b = Int(ring[position & ringMask])
+        let entry = table[b]
+        let live = entry & Self.liveBit != 0 && entry & 0x7FFF_FFFF == UInt64(position & 0x7FFF_FFFF)
+        return live ? b : nil
     }
 
     /// Drops the oldest live hash.
@@ -103,19 +118,23 @@ struct _GhostQueue {
         while head < tail {
             let position = head
             head += 1
-            guard !dead[position & ringMask] else { continue }
-            let target = Self.entry(hash: ring[position & ringMask], position: position)
-            var b = Int(ring[position & ringMask]) & tableMask
-            while table[b] != target { b = (b &+ 1) & tableMask }
+            guard let b = liveBucket(at: position) else { continue }
             deleteBucket(b)
             count -= 1
             return
         }
     }
 
-    /// Empties bucket `b` (see `_HashWordTable.deleteBucket`).
+    /// Empties bucket `b`, telling the ring where each hash shifted back went.
     @inlinable
-    mutating func deleteBucket(_ b: Int) { _HashWordTable.deleteBucket(b, in: table, mask: tableMask) }
+    @inline(__always)
+    func deleteBucket(_ b: Int) {
+        let ring = ring
+        let ringMask = ringMask
+        _HashWordTable.deleteBucket(b, in: table, mask: tableMask) { word, bucket in
+            ring[Int(truncatingIfNeeded: word) & 0x7FFF_FFFF & ringMask] = UInt32(truncatingIfNeeded: bucket)
+        }
+    }
 
     @inlinable
     mutating func removeAll() {
@@ -125,59 +144,68 @@ struct _GhostQueue {
         count = 0
     }
 
-    /// Rewrites a full ring with only its live hashes, positions from 0, doubling it (and the
-    /// table) when more than half would be live.
+    /// The live hashes, oldest first. O(n); for rebuilding and tests.
     @usableFromInline
-    mutating func compact() {
-        let capacity = ringMask + 1
-        let newCapacity = count * 2 > capacity ? capacity * 2 : capacity
-        let newRing = UnsafeMutablePointer<UInt32>.allocate(capacity: newCapacity)
-        let newDead = UnsafeMutablePointer<Bool>.allocate(capacity: newCapacity)
-        var kept = 0
-        for position in head..<tail where !dead[position & ringMask] {
-            newRing[kept] = ring[position & ringMask]
-            newDead[kept] = false
-            kept += 1
+    func hashesOldestFirst() -> [UInt32] {
+        var hashes: [UInt32] = []
+        hashes.reserveCapacity(count)
+        for position in head..<tail {
+            if let b = liveBucket(at: position) { hashes.append(UInt32(truncatingIfNeeded: table[b] >> 32)) }
         }
-        ring.deallocate()
-        dead.deallocate()
-        ring = newRing
-        dead = newDead
-        ringMask = newCapacity - 1
-        head = 0
-        tail = kept
-        if newCapacity * 2 > tableMask + 1 {
-            table.deallocate()
-            table = .allocate(capacity: newCapacity * 2)
-            tableMask = newCapacity * 2 - 1
-        }
-        table.initialize(repeating: 0, count: tableMask + 1)
-        for position in 0..<kept {
-            var b = Int(ring[position]) & tableMask
-            while table[b] != 0 { b = (b &+ 1) & tableMask }
-            table[b] = Self.entry(hash: ring[position], position: position)
-        }
+        return hashes
     }
 
-    /// Checks the ring, the table and the count agree. O(n); for invariant checks.
+    /// Rewrites a full ring and the table with only the live hashes, positions from 0, doubling
+    /// both when more than half of the ring would be live.
+    @usableFromInline
+    mutating func rebuild() {
+        let live = hashesOldestFirst()
+        let capacity = ringMask + 1
+        if live.count * 2 > capacity {
+            ring.deallocate()
+            ring = .allocate(capacity: capacity * 2)
+            ringMask = capacity * 2 - 1
+        }
+        if (ringMask + 1) * 2 > tableMask + 1 {
+            table.deallocate()
+            table = .allocate(capacity: (ringMask + 1) * 2)
+            tableMask = (ringMask + 1) * 2 - 1
+        }
+        table.initialize(repeating: 0, count: tableMask + 1)
+        for (position, hash) in live.enumerated() {
+            var b = Int(hash) & tableMask
+            while table[b] != 0 { b = (b &+ 1) & tableMask }
+            table[b] = Self.entry(hash: hash, position: position)
+            ring[position] = UInt32(truncatingIfNeeded: b)
+        }
+        head = 0
+        tail = live.count
+        count = live.count
+    }
+
+    /// Checks the ring, the table and the counts agree. O(n); for invariant checks.
     @usableFromInline
     func _checkInvariants() {
         var live = 0
-        for position in head..<tail where !dead[position & ringMask] {
+        for position in head..<tail {
+            guard let b = liveBucket(at: position) else { continue }
             live += 1
-            let target = Self.entry(hash: ring[position & ringMask], position: position)
-            var b = Int(ring[position & ringMask]) & tableMask
-            var probes = 0
-            while table[b] != target {
-                precondition(table[b] != 0 && probes <= tableMask, "ghost \(position) missing from the table")
-                b = (b &+ 1) & tableMask
-                probes += 1
+            // Reachable by a probe from its home bucket: no empty bucket on the way.
+            var probe = Int(truncatingIfNeeded: table[b] >> 32) & tableMask
+            while probe != b {
+                precondition(table[probe] != 0, "ghost at \(position) unreachable from its home bucket")
+                probe = (probe &+ 1) & tableMask
             }
         }
         precondition(live == count, "ghost count \(count), ring holds \(live) live")
         var occupied = 0
-        for b in 0...tableMask where table[b] != 0 { occupied += 1 }
+        var identities = Set<UInt64>()
+        for b in 0...tableMask where table[b] != 0 {
+            occupied += 1
+            precondition(identities.insert(table[b] & Self.identity).inserted, "a hash is in the table twice")
+        }
         precondition(occupied == count, "ghost table holds \(occupied), count is \(count)")
+        precondition(count * 2 <= tableMask + 1, "ghost table over half full")
         precondition(tail - head <= ringMask + 1, "ghost ring over its capacity")
     }
 }
