@@ -53,12 +53,12 @@ struct _ARCPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func reserve(slotCapacity: Int, used: Int) {
+    func reserve(slotCapacity: Int, used: Int) {
         state.pointee.inT2 = _SlotMemory.resized(state.pointee.inT2, used: used, to: slotCapacity).unsafelyUnwrapped
     }
 
     @inlinable
-    mutating func setCapacity(_ capacity: Int) { state.pointee.capacity = capacity }
+    func setCapacity(_ capacity: Int) { state.pointee.capacity = capacity }
 
     @inlinable
     var c: Int {
@@ -75,7 +75,7 @@ struct _ARCPolicy: _EvictionPolicy {
     func isInT2(_ slot: Int32) -> Bool { state.pointee.inT2[Int(slot)] != 0 }
 
     @inlinable
-    mutating func willInsert(hash: UInt32) {
+    func willInsert(hash: UInt32) {
         let s = state
         let node = s.pointee.ghosts.find(hash)
         guard node != -1 else {
@@ -95,7 +95,7 @@ struct _ARCPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
+    func didInsert(_ slot: Int32, links: _SlotLinks) {
         let s = state
         if s.pointee.incomingGhostList != -1 {
             s.pointee.inT2[Int(slot)] = 1
@@ -119,7 +119,7 @@ struct _ARCPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
+    func didAccess(_ slot: Int32, links: _SlotLinks) {
         let s = state
         if s.pointee.inT2[Int(slot)] != 0 {
             links.moveToBack(slot, &s.pointee.t2)
@@ -133,10 +133,10 @@ struct _ARCPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
+    func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
 
     @inlinable
-    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
+    func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
         let s = state
         let list: Int
         if s.pointee.inT2[Int(slot)] != 0 {
@@ -152,7 +152,7 @@ struct _ARCPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func removeAll() {
+    func removeAll() {
         let s = state
         s.pointee.t1 = _ListHead()
         s.pointee.t2 = _ListHead()
@@ -174,7 +174,7 @@ struct _ARCPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func nextVictim(links: _SlotLinks) -> Int32 { firstVictim(links: links) }
+    func nextVictim(links: _SlotLinks) -> Int32 { firstVictim(links: links) }
 
     @inlinable
     func firstVictim(links: _SlotLinks) -> Int32 {

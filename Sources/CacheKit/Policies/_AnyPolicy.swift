@@ -2,7 +2,9 @@
 ///
 /// Policy states are plain values over unowned memory (the larger ones keep their state behind
 /// one pointer), so taking one out, mutating it and putting it back copies a few words and no
-/// buffer.
+/// buffer. The policies whose state is one pointer (S3-FIFO, ARC, W-TinyLFU) have nonmutating
+/// methods and are not put back: that write-back, a few stores per call, was about 15
+/// instructions of each S3-FIFO call.
 @usableFromInline
 enum _AnyPolicy: _EvictionPolicy {
     case lru(_LRUPolicy)
@@ -54,15 +56,12 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve(var p):
             p.setCapacity(capacity)
             self = .sieve(p)
-        case .s3fifo(var p):
+        case .s3fifo(let p):
             p.setCapacity(capacity)
-            self = .s3fifo(p)
-        case .arc(var p):
+        case .arc(let p):
             p.setCapacity(capacity)
-            self = .arc(p)
-        case .wtinylfu(var p):
+        case .wtinylfu(let p):
             p.setCapacity(capacity)
-            self = .wtinylfu(p)
         }
     }
 
@@ -82,15 +81,12 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve(var p):
             p.willInsert(hash: hash)
             self = .sieve(p)
-        case .s3fifo(var p):
+        case .s3fifo(let p):
             p.willInsert(hash: hash)
-            self = .s3fifo(p)
-        case .arc(var p):
+        case .arc(let p):
             p.willInsert(hash: hash)
-            self = .arc(p)
-        case .wtinylfu(var p):
+        case .wtinylfu(let p):
             p.willInsert(hash: hash)
-            self = .wtinylfu(p)
         }
     }
 
@@ -109,15 +105,12 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve(var p):
             p.reserve(slotCapacity: slotCapacity, used: used)
             self = .sieve(p)
-        case .s3fifo(var p):
+        case .s3fifo(let p):
             p.reserve(slotCapacity: slotCapacity, used: used)
-            self = .s3fifo(p)
-        case .arc(var p):
+        case .arc(let p):
             p.reserve(slotCapacity: slotCapacity, used: used)
-            self = .arc(p)
-        case .wtinylfu(var p):
+        case .wtinylfu(let p):
             p.reserve(slotCapacity: slotCapacity, used: used)
-            self = .wtinylfu(p)
         }
     }
 
@@ -137,15 +130,12 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve(var p):
             p.didInsert(slot, links: links)
             self = .sieve(p)
-        case .s3fifo(var p):
+        case .s3fifo(let p):
             p.didInsert(slot, links: links)
-            self = .s3fifo(p)
-        case .arc(var p):
+        case .arc(let p):
             p.didInsert(slot, links: links)
-            self = .arc(p)
-        case .wtinylfu(var p):
+        case .wtinylfu(let p):
             p.didInsert(slot, links: links)
-            self = .wtinylfu(p)
         }
     }
 
@@ -162,15 +152,12 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve(var p):
             p.didAccess(slot, links: links)
             self = .sieve(p)
-        case .s3fifo(var p):
+        case .s3fifo(let p):
             p.didAccess(slot, links: links)
-            self = .s3fifo(p)
-        case .arc(var p):
+        case .arc(let p):
             p.didAccess(slot, links: links)
-            self = .arc(p)
-        case .wtinylfu(var p):
+        case .wtinylfu(let p):
             p.didAccess(slot, links: links)
-            self = .wtinylfu(p)
         case .fifo: break
         }
     }
@@ -188,15 +175,12 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve(var p):
             p.didUpdate(slot, links: links)
             self = .sieve(p)
-        case .s3fifo(var p):
+        case .s3fifo(let p):
             p.didUpdate(slot, links: links)
-            self = .s3fifo(p)
-        case .arc(var p):
+        case .arc(let p):
             p.didUpdate(slot, links: links)
-            self = .arc(p)
-        case .wtinylfu(var p):
+        case .wtinylfu(let p):
             p.didUpdate(slot, links: links)
-            self = .wtinylfu(p)
         case .fifo: break
         }
     }
@@ -217,15 +201,12 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve(var p):
             p.didRemove(slot, evicted: evicted, links: links)
             self = .sieve(p)
-        case .s3fifo(var p):
+        case .s3fifo(let p):
             p.didRemove(slot, evicted: evicted, links: links)
-            self = .s3fifo(p)
-        case .arc(var p):
+        case .arc(let p):
             p.didRemove(slot, evicted: evicted, links: links)
-            self = .arc(p)
-        case .wtinylfu(var p):
+        case .wtinylfu(let p):
             p.didRemove(slot, evicted: evicted, links: links)
-            self = .wtinylfu(p)
         }
     }
 
@@ -244,15 +225,12 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve(var p):
             p.removeAll()
             self = .sieve(p)
-        case .s3fifo(var p):
+        case .s3fifo(let p):
             p.removeAll()
-            self = .s3fifo(p)
-        case .arc(var p):
+        case .arc(let p):
             p.removeAll()
-            self = .arc(p)
-        case .wtinylfu(var p):
+        case .wtinylfu(let p):
             p.removeAll()
-            self = .wtinylfu(p)
         }
     }
 
@@ -276,18 +254,12 @@ enum _AnyPolicy: _EvictionPolicy {
             let result = p.nextVictim(links: links)
             self = .sieve(p)
             return result
-        case .s3fifo(var p):
-            let result = p.nextVictim(links: links)
-            self = .s3fifo(p)
-            return result
-        case .arc(var p):
-            let result = p.nextVictim(links: links)
-            self = .arc(p)
-            return result
-        case .wtinylfu(var p):
-            let result = p.nextVictim(links: links)
-            self = .wtinylfu(p)
-            return result
+        case .s3fifo(let p):
+            return p.nextVictim(links: links)
+        case .arc(let p):
+            return p.nextVictim(links: links)
+        case .wtinylfu(let p):
+            return p.nextVictim(links: links)
         }
     }
 

@@ -28,6 +28,8 @@ struct _S3FIFOPolicy: _EvictionPolicy {
         @usableFromInline var flags: UnsafeMutablePointer<UInt8>
         /// `countLimit`, or 0 to size the queues by the resident count.
         @usableFromInline var capacity = 0
+        /// The shares of a nonzero `capacity` (small, main, ghost), computed when it is set.
+        @usableFromInline var fixedShares = (small: 1, main: -1, ghost: 0)
         /// Whether anything was evicted since the cache was created or emptied.
         @usableFromInline var hasEvicted = false
         /// Whether the key announced by `willInsert` was a ghost.
@@ -58,31 +60,42 @@ struct _S3FIFOPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func reserve(slotCapacity: Int, used: Int) {
+    func reserve(slotCapacity: Int, used: Int) {
         state.pointee.flags = _SlotMemory.resized(state.pointee.flags, used: used, to: slotCapacity).unsafelyUnwrapped
     }
 
     @inlinable
-    mutating func setCapacity(_ capacity: Int) { state.pointee.capacity = capacity }
-
-    /// The capacity the queue shares are computed from.
-    @inlinable
-    var effectiveCapacity: Int {
-        let s = state.pointee
-        return s.capacity > 0 ? s.capacity : s.smallCount + s.mainCount
+    func setCapacity(_ capacity: Int) {
+        state.pointee.capacity = capacity
+        state.pointee.fixedShares = Self.shares(of: capacity)
     }
 
-    /// The small queue's share: 10% of the capacity, at least one entry.
+    /// The queue shares of `capacity`: small 10% (at least one entry), main the rest, ghost 90%.
     @inlinable
-    var smallShare: Int { Swift.max(1, effectiveCapacity / 10) }
+    static func shares(of capacity: Int) -> (small: Int, main: Int, ghost: Int) {
+        let small = Swift.max(1, capacity / 10)
+        return (small, capacity - small, capacity * 9 / 10)
+    }
 
-    /// The main queue's share: the rest.
+    /// The shares of `countLimit`, or of the resident count when there is none.
     @inlinable
-    var mainShare: Int { effectiveCapacity - smallShare }
+    var currentShares: (small: Int, main: Int, ghost: Int) {
+        let s = state
+        guard s.pointee.capacity == 0 else { return s.pointee.fixedShares }
+        return Self.shares(of: s.pointee.smallCount + s.pointee.mainCount)
+    }
 
-    /// The ghost queue's length: 90% of the capacity.
+    /// The small queue's share.
     @inlinable
-    var ghostShare: Int { effectiveCapacity * 9 / 10 }
+    var smallShare: Int { currentShares.small }
+
+    /// The main queue's share.
+    @inlinable
+    var mainShare: Int { currentShares.main }
+
+    /// The ghost queue's length.
+    @inlinable
+    var ghostShare: Int { currentShares.ghost }
 
     @inlinable
     func isInMain(_ slot: Int32) -> Bool { state.pointee.flags[Int(slot)] & Self.mainBit != 0 }
@@ -92,12 +105,12 @@ struct _S3FIFOPolicy: _EvictionPolicy {
     func useCount(of slot: Int32) -> Int { Int(state.pointee.flags[Int(slot)] & 3) }
 
     @inlinable
-    mutating func willInsert(hash: UInt32) {
+    func willInsert(hash: UInt32) {
         state.pointee.incomingWasGhost = state.pointee.ghosts.remove(hash)
     }
 
     @inlinable
-    mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
+    func didInsert(_ slot: Int32, links: _SlotLinks) {
         let s = state
         let toMain =
             s.pointee.incomingWasGhost || (!s.pointee.hasEvicted && s.pointee.smallCount >= smallShare)
@@ -115,16 +128,16 @@ struct _S3FIFOPolicy: _EvictionPolicy {
 
     @inlinable
     @inline(__always)
-    mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
+    func didAccess(_ slot: Int32, links: _SlotLinks) {
         let f = state.pointee.flags[Int(slot)]
         if f & 3 != 3 { state.pointee.flags[Int(slot)] = f &+ 1 }
     }
 
     @inlinable
-    mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
+    func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
 
     @inlinable
-    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
+    func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
         let s = state
         if isInMain(slot) {
             links.unlink(slot, &s.pointee.main)
@@ -139,7 +152,7 @@ struct _S3FIFOPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func removeAll() {
+    func removeAll() {
         let s = state
         s.pointee.small = _ListHead()
         s.pointee.main = _ListHead()
@@ -157,7 +170,7 @@ struct _S3FIFOPolicy: _EvictionPolicy {
     /// Sweeps the queues as S3-FIFO does (moving used small entries to main, giving used main
     /// entries another round) and returns the entry to evict.
     @inlinable
-    mutating func nextVictim(links: _SlotLinks) -> Int32 {
+    func nextVictim(links: _SlotLinks) -> Int32 {
         let s = state
         guard s.pointee.smallCount + s.pointee.mainCount > 0 else { return -1 }
         s.pointee.hasEvicted = true

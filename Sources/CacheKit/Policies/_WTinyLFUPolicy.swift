@@ -74,21 +74,21 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func reserve(slotCapacity: Int, used: Int) {
+    func reserve(slotCapacity: Int, used: Int) {
         let s = state
         s.pointee.queueOf = _SlotMemory.resized(s.pointee.queueOf, used: used, to: slotCapacity).unsafelyUnwrapped
         if s.pointee.capacity == 0 { resize(for: slotCapacity) }
     }
 
     @inlinable
-    mutating func setCapacity(_ capacity: Int) {
+    func setCapacity(_ capacity: Int) {
         state.pointee.capacity = capacity
         if capacity > 0 { resize(for: capacity) }
     }
 
     /// Resets the window and protected shares for `capacity` entries and sizes the sketch.
     @inlinable
-    mutating func resize(for capacity: Int) {
+    func resize(for capacity: Int) {
         let s = state
         let c = Swift.max(capacity, 1)
         s.pointee.windowMax = Swift.max(1, c - Int(Double(c) * 0.99))
@@ -143,10 +143,10 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     /// A new key's use is counted in `didInsert`, after the cache made room: counting it first
     /// (as Caffeine does) measured lower on the loop trace.
     @inlinable
-    mutating func willInsert(hash: UInt32) {}
+    func willInsert(hash: UInt32) {}
 
     @inlinable
-    mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
+    func didInsert(_ slot: Int32, links: _SlotLinks) {
         let s = state
         s.pointee.sketch.increment(links.hash(slot))
         s.pointee.queueOf[Int(slot)] = Self.window
@@ -161,7 +161,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
+    func didAccess(_ slot: Int32, links: _SlotLinks) {
         let s = state
         s.pointee.sketch.increment(links.hash(slot))
         let q = s.pointee.queueOf[Int(slot)]
@@ -176,17 +176,17 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
+    func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
 
     @inlinable
-    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
+    func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
         let q = state.pointee.queueOf[Int(slot)]
         links.unlink(slot, &list(q).pointee)
         count(q).pointee -= 1
     }
 
     @inlinable
-    mutating func removeAll() {
+    func removeAll() {
         let s = state
         s.pointee.queues = (_ListHead(), _ListHead(), _ListHead())
         s.pointee.counts = (0, 0, 0)
@@ -203,7 +203,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
 
     /// Moves window overflow to probation, then returns the loser of candidate against victim.
     @inlinable
-    mutating func nextVictim(links: _SlotLinks) -> Int32 {
+    func nextVictim(links: _SlotLinks) -> Int32 {
         let s = state
         // Room in the window for the entry about to arrive: its least recent entries move to
         // probation; the last one moved is the candidate.
