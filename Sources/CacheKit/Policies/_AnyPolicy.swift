@@ -1,16 +1,15 @@
 /// The policy a cache was configured with, dispatched by a `switch` that the optimizer folds.
 ///
-/// Policy states are plain values over unowned memory (the larger ones keep their state behind
-/// one pointer), so taking one out, mutating it and putting it back copies a few words and no
-/// buffer. The policies whose state is one pointer (S3-FIFO, ARC, W-TinyLFU) have nonmutating
-/// methods and are not put back: that write-back, a few stores per call, was about 15
-/// instructions of each S3-FIFO call.
+/// Every payload is one pointer to the policy's state (S3-FIFO, ARC and W-TinyLFU keep theirs
+/// behind one; the others are boxed in `_PolicyBox`), and every method is nonmutating, so a call
+/// never takes the payload out and writes it back with its tag. That write-back cost about 15
+/// instructions per call (S3-FIFO makes four calls per miss).
 @usableFromInline
 enum _AnyPolicy: _EvictionPolicy {
-    case lru(_LRUPolicy)
-    case fifo(_FIFOPolicy)
-    case lfu(_LFUPolicy)
-    case sieve(_SIEVEPolicy)
+    case lru(_PolicyBox<_LRUPolicy>)
+    case fifo(_PolicyBox<_FIFOPolicy>)
+    case lfu(_PolicyBox<_LFUPolicy>)
+    case sieve(_PolicyBox<_SIEVEPolicy>)
     case s3fifo(_S3FIFOPolicy)
     case arc(_ARCPolicy)
     case wtinylfu(_WTinyLFUPolicy)
@@ -18,10 +17,10 @@ enum _AnyPolicy: _EvictionPolicy {
     @inlinable
     init(_ policy: EvictionPolicy, slotCapacity: Int) {
         switch policy.kind {
-        case .lru: self = .lru(_LRUPolicy())
-        case .fifo: self = .fifo(_FIFOPolicy())
-        case .lfu: self = .lfu(_LFUPolicy(slotCapacity: slotCapacity))
-        case .sieve: self = .sieve(_SIEVEPolicy(slotCapacity: slotCapacity))
+        case .lru: self = .lru(_PolicyBox(_LRUPolicy()))
+        case .fifo: self = .fifo(_PolicyBox(_FIFOPolicy()))
+        case .lfu: self = .lfu(_PolicyBox(_LFUPolicy(slotCapacity: slotCapacity)))
+        case .sieve: self = .sieve(_PolicyBox(_SIEVEPolicy(slotCapacity: slotCapacity)))
         case .s3fifo: self = .s3fifo(_S3FIFOPolicy(slotCapacity: slotCapacity))
         case .arc: self = .arc(_ARCPolicy(slotCapacity: slotCapacity))
         case .wtinylfu: self = .wtinylfu(_WTinyLFUPolicy(slotCapacity: slotCapacity))
@@ -42,20 +41,16 @@ enum _AnyPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func setCapacity(_ capacity: Int) {
+    func setCapacity(_ capacity: Int) {
         switch self {
-        case .lru(var p):
+        case .lru(let p):
             p.setCapacity(capacity)
-            self = .lru(p)
-        case .fifo(var p):
+        case .fifo(let p):
             p.setCapacity(capacity)
-            self = .fifo(p)
-        case .lfu(var p):
+        case .lfu(let p):
             p.setCapacity(capacity)
-            self = .lfu(p)
-        case .sieve(var p):
+        case .sieve(let p):
             p.setCapacity(capacity)
-            self = .sieve(p)
         case .s3fifo(let p):
             p.setCapacity(capacity)
         case .arc(let p):
@@ -67,20 +62,16 @@ enum _AnyPolicy: _EvictionPolicy {
 
     @inlinable
     @inline(__always)
-    mutating func willInsert(hash: UInt32) {
+    func willInsert(hash: UInt32) {
         switch self {
-        case .lru(var p):
+        case .lru(let p):
             p.willInsert(hash: hash)
-            self = .lru(p)
-        case .fifo(var p):
+        case .fifo(let p):
             p.willInsert(hash: hash)
-            self = .fifo(p)
-        case .lfu(var p):
+        case .lfu(let p):
             p.willInsert(hash: hash)
-            self = .lfu(p)
-        case .sieve(var p):
+        case .sieve(let p):
             p.willInsert(hash: hash)
-            self = .sieve(p)
         case .s3fifo(let p):
             p.willInsert(hash: hash)
         case .arc(let p):
@@ -91,20 +82,16 @@ enum _AnyPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func reserve(slotCapacity: Int, used: Int) {
+    func reserve(slotCapacity: Int, used: Int) {
         switch self {
-        case .lru(var p):
+        case .lru(let p):
             p.reserve(slotCapacity: slotCapacity, used: used)
-            self = .lru(p)
-        case .fifo(var p):
+        case .fifo(let p):
             p.reserve(slotCapacity: slotCapacity, used: used)
-            self = .fifo(p)
-        case .lfu(var p):
+        case .lfu(let p):
             p.reserve(slotCapacity: slotCapacity, used: used)
-            self = .lfu(p)
-        case .sieve(var p):
+        case .sieve(let p):
             p.reserve(slotCapacity: slotCapacity, used: used)
-            self = .sieve(p)
         case .s3fifo(let p):
             p.reserve(slotCapacity: slotCapacity, used: used)
         case .arc(let p):
@@ -116,20 +103,16 @@ enum _AnyPolicy: _EvictionPolicy {
 
     @inlinable
     @inline(__always)
-    mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
+    func didInsert(_ slot: Int32, links: _SlotLinks) {
         switch self {
-        case .lru(var p):
+        case .lru(let p):
             p.didInsert(slot, links: links)
-            self = .lru(p)
-        case .fifo(var p):
+        case .fifo(let p):
             p.didInsert(slot, links: links)
-            self = .fifo(p)
-        case .lfu(var p):
+        case .lfu(let p):
             p.didInsert(slot, links: links)
-            self = .lfu(p)
-        case .sieve(var p):
+        case .sieve(let p):
             p.didInsert(slot, links: links)
-            self = .sieve(p)
         case .s3fifo(let p):
             p.didInsert(slot, links: links)
         case .arc(let p):
@@ -141,17 +124,14 @@ enum _AnyPolicy: _EvictionPolicy {
 
     @inlinable
     @inline(__always)
-    mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
+    func didAccess(_ slot: Int32, links: _SlotLinks) {
         switch self {
-        case .lru(var p):
+        case .lru(let p):
             p.didAccess(slot, links: links)
-            self = .lru(p)
-        case .lfu(var p):
+        case .lfu(let p):
             p.didAccess(slot, links: links)
-            self = .lfu(p)
-        case .sieve(var p):
+        case .sieve(let p):
             p.didAccess(slot, links: links)
-            self = .sieve(p)
         case .s3fifo(let p):
             p.didAccess(slot, links: links)
         case .arc(let p):
@@ -164,17 +144,14 @@ enum _AnyPolicy: _EvictionPolicy {
 
     @inlinable
     @inline(__always)
-    mutating func didUpdate(_ slot: Int32, links: _SlotLinks) {
+    func didUpdate(_ slot: Int32, links: _SlotLinks) {
         switch self {
-        case .lru(var p):
+        case .lru(let p):
             p.didUpdate(slot, links: links)
-            self = .lru(p)
-        case .lfu(var p):
+        case .lfu(let p):
             p.didUpdate(slot, links: links)
-            self = .lfu(p)
-        case .sieve(var p):
+        case .sieve(let p):
             p.didUpdate(slot, links: links)
-            self = .sieve(p)
         case .s3fifo(let p):
             p.didUpdate(slot, links: links)
         case .arc(let p):
@@ -187,20 +164,16 @@ enum _AnyPolicy: _EvictionPolicy {
 
     @inlinable
     @inline(__always)
-    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
+    func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
         switch self {
-        case .lru(var p):
+        case .lru(let p):
             p.didRemove(slot, evicted: evicted, links: links)
-            self = .lru(p)
-        case .fifo(var p):
+        case .fifo(let p):
             p.didRemove(slot, evicted: evicted, links: links)
-            self = .fifo(p)
-        case .lfu(var p):
+        case .lfu(let p):
             p.didRemove(slot, evicted: evicted, links: links)
-            self = .lfu(p)
-        case .sieve(var p):
+        case .sieve(let p):
             p.didRemove(slot, evicted: evicted, links: links)
-            self = .sieve(p)
         case .s3fifo(let p):
             p.didRemove(slot, evicted: evicted, links: links)
         case .arc(let p):
@@ -211,20 +184,16 @@ enum _AnyPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func removeAll() {
+    func removeAll() {
         switch self {
-        case .lru(var p):
+        case .lru(let p):
             p.removeAll()
-            self = .lru(p)
-        case .fifo(var p):
+        case .fifo(let p):
             p.removeAll()
-            self = .fifo(p)
-        case .lfu(var p):
+        case .lfu(let p):
             p.removeAll()
-            self = .lfu(p)
-        case .sieve(var p):
+        case .sieve(let p):
             p.removeAll()
-            self = .sieve(p)
         case .s3fifo(let p):
             p.removeAll()
         case .arc(let p):
@@ -236,24 +205,16 @@ enum _AnyPolicy: _EvictionPolicy {
 
     @inlinable
     @inline(__always)
-    mutating func nextVictim(links: _SlotLinks) -> Int32 {
+    func nextVictim(links: _SlotLinks) -> Int32 {
         switch self {
-        case .lru(var p):
-            let result = p.nextVictim(links: links)
-            self = .lru(p)
-            return result
-        case .fifo(var p):
-            let result = p.nextVictim(links: links)
-            self = .fifo(p)
-            return result
-        case .lfu(var p):
-            let result = p.nextVictim(links: links)
-            self = .lfu(p)
-            return result
-        case .sieve(var p):
-            let result = p.nextVictim(links: links)
-            self = .sieve(p)
-            return result
+        case .lru(let p):
+            return p.nextVictim(links: links)
+        case .fifo(let p):
+            return p.nextVictim(links: links)
+        case .lfu(let p):
+            return p.nextVictim(links: links)
+        case .sieve(let p):
+            return p.nextVictim(links: links)
         case .s3fifo(let p):
             return p.nextVictim(links: links)
         case .arc(let p):
