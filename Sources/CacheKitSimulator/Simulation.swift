@@ -47,12 +47,9 @@ public enum Simulator {
     public static func replay(_ keys: [Int], policy: EvictionPolicy, size: Int) -> SimulationResult {
         precondition(size > 0, "size must be positive (got \(size))")
         let cache = SerialCache<TraceKey, Bool>(countLimit: size, policy: policy)
-        var hits = 0
         let clock = ContinuousClock()
         let start = clock.now
-        for id in keys {
-            if cache._replay(TraceKey(id: id), insertingOnMiss: true) { hits &+= 1 }
-        }
+        let hits = cache._replay(keys.lazy.map { TraceKey(id: $0) }, insertingOnMiss: true)
         let elapsed = clock.now - start
         return SimulationResult(
             policy: policy.name,

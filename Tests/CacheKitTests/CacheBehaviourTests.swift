@@ -64,6 +64,20 @@ struct CacheBehaviourTests {
         )
         #expect(fast.statistics.removalCounts == plain.statistics.removalCounts)
         fast._checkInvariants()
+
+        // The batch form, on both paths, answers as the single requests did.
+        let keys = (0..<5_000).map { _ in Int.random(in: 0..<200, using: &random) % 60 }
+        let batchFast = SerialCache<Int, Int>(countLimit: 50, policy: policy)
+        let batchHooked = SerialCache<Int, Int>(countLimit: 50, policy: policy)
+        var batchEvicted = 0
+        batchHooked.removalHandler = { _ in batchEvicted += 1 }
+        let single = SerialCache<Int, Int>(countLimit: 50, policy: policy)
+        let singleHits = keys.filter { single._replay($0, insertingOnMiss: $0) }.count
+        #expect(batchFast._replay(keys, insertingOnMiss: 0) == singleHits)
+        #expect(batchHooked._replay(keys, insertingOnMiss: 0) == singleHits)
+        #expect(Array(batchFast.keys) == Array(single.keys) && Array(batchHooked.keys) == Array(single.keys))
+        #expect(batchEvicted == keys.count - singleHits - 50)
+        #expect(batchFast.statistics.hitCount == singleHits)
     }
 
     @Test("LRU: reads refresh, peek and contains do not")

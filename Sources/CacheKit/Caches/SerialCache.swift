@@ -240,4 +240,27 @@ extension SerialCache: _StateHost {
         setValue(value, forKey: key)
         return false
     }
+
+    /// For `cachekit simulate`, not API: replays `keys` in order, each as
+    /// ``_replay(_:insertingOnMiss:)`` does, and returns how many were hits. The cache's
+    /// configuration is checked once for the whole run rather than once per request.
+    ///
+    /// - Complexity: O(*n*) amortized for *n* keys.
+    @inlinable
+    public func _replay<Keys: Sequence<Key>>(_ keys: Keys, insertingOnMiss value: Value) -> Int {
+        let direct = _withState { state in
+            state.core.expiry == nil && state.removalHandler == nil && state.evictionVeto == nil
+                && state.activityObserver == nil && _insertionPolicy == nil
+        }
+        guard direct else { return keys.reduce(0) { $0 + (_replay($1, insertingOnMiss: value) ? 1 : 0) } }
+        return _withState { state in
+            var hits = 0
+            for key in keys {
+                var removals = _Removals<Key, Value>()
+                if state.core.access(key, insertingOnMiss: value, removals: &removals) { hits &+= 1 }
+                state.core._debugCheckInvariants()
+            }
+            return hits
+        }
+    }
 }

@@ -455,6 +455,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     }
 
     @inlinable
+    @inline(__always)
     mutating func takeFreeSlot() -> Int32 {
         if freeHead != -1 {
             let slot = freeHead

@@ -85,6 +85,7 @@ struct _StatisticsCounters {
     }
 
     @inlinable
+    @inline(__always)
     mutating func recordRemovals(_ reason: RemovalReason, count: Int = 1) {
         guard isRecording else { return }
         switch reason {
