@@ -194,8 +194,37 @@ struct _Expiry {
     /// Sets the times of a value written at `now` to `slot`, which lives for `timeToLive`
     /// (`nil`: the cache's). `now < 0` means the time is unknown (see `_Timekeeper`): the entry
     /// then gets no deadline of its own.
+    ///
+    /// The common case, the cache's time to live and nothing else (no time to idle, refresh or
+    /// per-entry time in use), is inlined into the write: an append to the queue and two stores
+    /// to the slot's record.
     @inlinable
+    @inline(__always)
     mutating func didWrite(_ slot: Int32, now: Int64, timeToLive perEntry: Int64?) {
+        if perEntry == nil && now >= latest && heapCount == 0 && idle == nil && writtenAt == nil
+            && queueCount < queueCapacity
+        {
+            let (deadline, overflow) = now.addingReportingOverflow(timeToLive)
+            if !overflow && deadline != Self.never && timeToLive != Self.never {
+                latest = now
+                let stamp = nextStamp()
+                writeQueue.unsafelyUnwrapped[(queueHead + queueCount) & (queueCapacity - 1)] = Queued(
+                    slot: slot,
+                    stamp: stamp
+                )
+                queueCount += 1
+                records[Int(slot)].writeStamp = stamp
+                records[Int(slot)].writeDeadline = deadline
+                return
+            }
+        }
+        didWriteInGeneral(slot, now: now, timeToLive: perEntry)
+    }
+
+    /// `didWrite` for every case.
+    @inlinable
+    @inline(never)
+    mutating func didWriteInGeneral(_ slot: Int32, now: Int64, timeToLive perEntry: Int64?) {
         let s = Int(slot)
         guard now >= 0 else {
             writtenAt?[s] = 0
@@ -238,13 +267,22 @@ struct _Expiry {
 
     /// Forgets `slot`'s deadlines (the entry is leaving).
     @inlinable
+    @inline(__always)
     mutating func didRemove(_ slot: Int32) {
         forget(slot)
     }
 
     @inlinable
+    @inline(__always)
     mutating func forget(_ slot: Int32) {
         records[Int(slot)].writeStamp = 0  // its queued record, if any, is now stale
+        // The oldest entry often leaves first (evicted, or expired): drop its record now, while
+        // the queue's head is in the CPU's cache, rather than have the next operation find it
+        // stale and sweep.
+        if queueCount > 0 && writeQueue.unsafelyUnwrapped[queueHead].slot == slot {
+            queueHead = (queueHead + 1) & (queueCapacity - 1)
+            queueCount -= 1
+        }
         if let idle { unlink(slot, idle) }
         if heapCount > 0 && records[Int(slot)].heapPosition >= 0 { removeFromHeap(slot) }
     }
@@ -313,12 +351,20 @@ struct _Expiry {
     @inlinable
     mutating func enqueue(_ slot: Int32) -> UInt32 {
         if queueCount == queueCapacity { compactQueue() }
-        lastStamp = lastStamp == .max ? 1 : lastStamp + 1
+        let stamp = nextStamp()
         writeQueue.unsafelyUnwrapped[(queueHead + queueCount) & (queueCapacity - 1)] = Queued(
             slot: slot,
-            stamp: lastStamp
+            stamp: stamp
         )
         queueCount += 1
+        return stamp
+    }
+
+    /// A new stamp (never 0).
+    @inlinable
+    @inline(__always)
+    mutating func nextStamp() -> UInt32 {
+        lastStamp = lastStamp == .max ? 1 : lastStamp &+ 1
         return lastStamp
     }
 

@@ -301,8 +301,18 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     ///   write queue and the access order, O(log n) per entry with its own `expiresAfter` (from
     ///   the heap).
     @inlinable
+    @inline(__always)
     mutating func removeExpired(now: Int64, removals: inout _Removals<Key, Value>) {
         guard let expiry, now >= 0, expiry.pointee.mayHaveExpired(now: now) else { return }
+        removeExpiredEntries(now: now, removals: &removals)
+    }
+
+    /// The loop of `removeExpired(now:removals:)`, out of line: the check before it runs on
+    /// every operation, the loop only when something may have expired.
+    @inlinable
+    @inline(never)
+    mutating func removeExpiredEntries(now: Int64, removals: inout _Removals<Key, Value>) {
+        guard let expiry else { return }
         while true {
             let slot = expiry.pointee.nextExpired(now: now)
             if slot == -1 { return }
