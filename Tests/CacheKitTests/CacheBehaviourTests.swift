@@ -36,6 +36,24 @@ struct CacheBehaviourTests {
         #expect(cache.contains(5), "a new entry never evicts itself")
     }
 
+    @Test("a count limit as large as Int.max works with every policy", arguments: EvictionPolicy.allCases)
+    func hugeCountLimit(policy: EvictionPolicy) {
+        let serial = SerialCache<Int, Int>(countLimit: .max, policy: policy)
+        let cache = Cache<Int, Int>(countLimit: .max, policy: policy)
+        for key in 0..<100 {
+            serial[key] = key
+            cache[key] = key
+        }
+        #expect(serial.count == 100 && cache.count == 100)
+        #expect((0..<100).allSatisfy { serial[$0] == $0 && cache[$0] == $0 })
+        serial.countLimit = 40
+        #expect(serial.count == 40)
+        serial.countLimit = .max
+        for key in 100..<200 { serial[key] = key }
+        #expect(serial.count == 140)
+        serial._checkInvariants()
+    }
+
     @Test(
         "the simulator's one-probe replay agrees with a read then a write, hooks or not",
         arguments: EvictionPolicy.allCases

@@ -28,6 +28,7 @@ extension _CacheCore {
         precondition(occupied == count, "index holds \(occupied) slots, count is \(count)")
         precondition(count <= index.maxLoad, "index over its load factor")
         precondition(slotsUsed <= slotCapacity, "slots used exceed capacity")
+        policy._checkInvariants(count: count)
         if let expiry {
             var live = Set<Int32>()
             forEachSlotInEvictionOrder {

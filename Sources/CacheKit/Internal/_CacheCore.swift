@@ -36,7 +36,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var totalCost: Int
     /// Also the capacity the policy sizes its segments and ghosts by (`0`: its resident count).
     @usableFromInline var countLimit: Int {
-        didSet { policy.setCapacity(countLimit) }
+        didSet { policy.setCapacity(Self.policyCapacity(countLimit)) }
     }
     @usableFromInline var totalCostLimit: Int
     /// Hits, misses and removals, counted here so that counting needs no lock of its own.
@@ -70,8 +70,14 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         self.countLimit = countLimit
         self.totalCostLimit = totalCostLimit
         self.expiry = expiryTimes.map { Self.boxed(_Expiry($0, capacity: 0)) }
-        self.policy.setCapacity(countLimit)
+        self.policy.setCapacity(Self.policyCapacity(countLimit))
     }
+
+    /// The capacity policies size their queues by: `countLimit`, but no more than slot numbers
+    /// (`Int32`) can address, so that their share arithmetic (`9 * capacity / 10`, ARC's
+    /// `2 * capacity`, W-TinyLFU's sample sizes) cannot overflow for a limit such as `Int.max`.
+    @inlinable
+    static func policyCapacity(_ countLimit: Int) -> Int { Swift.min(countLimit, Int(Int32.max)) }
 
     @inlinable
     deinit {

@@ -252,6 +252,19 @@ enum _AnyPolicy: _EvictionPolicy {
         }
     }
 
+    @usableFromInline
+    func _checkInvariants(count: Int) {
+        switch self {
+        case .lru(let p): p._checkInvariants(count: count)
+        case .fifo(let p): p._checkInvariants(count: count)
+        case .lfu(let p): p._checkInvariants(count: count)
+        case .sieve(let p): p._checkInvariants(count: count)
+        case .s3fifo(let p): p._checkInvariants(count: count)
+        case .arc(let p): p._checkInvariants(count: count)
+        case .wtinylfu(let p): p._checkInvariants(count: count)
+        }
+    }
+
     @inlinable
     func deallocate() {
         switch self {

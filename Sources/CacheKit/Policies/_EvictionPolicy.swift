@@ -36,4 +36,13 @@ protocol _EvictionPolicy {
     func victim(after slot: Int32, links: _SlotLinks) -> Int32
     /// Frees memory the policy owns.
     func deallocate()
+    /// Checks the policy's own state against the cache's `count` entries, trapping on a
+    /// disagreement. O(n); for invariant checks.
+    func _checkInvariants(count: Int)
+}
+
+extension _EvictionPolicy {
+    /// Policies whose only state is their lists: the engine's checks walk those already.
+    @usableFromInline
+    func _checkInvariants(count: Int) {}
 }

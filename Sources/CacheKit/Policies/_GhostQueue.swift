@@ -123,6 +123,8 @@ struct _GhostQueue {
             count -= 1
             return
         }
+        // Unreachable while `count` agrees with the ring; trap rather than let `append` loop.
+        preconditionFailure("ghost queue counts \(count) live hashes but its ring holds none")
     }
 
     /// Empties bucket `b`, telling the ring where each hash shifted back went.

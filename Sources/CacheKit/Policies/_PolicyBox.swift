@@ -63,4 +63,7 @@ struct _PolicyBox<Policy: _EvictionPolicy>: _EvictionPolicy {
     @inlinable
     @inline(__always)
     func victim(after slot: Int32, links: _SlotLinks) -> Int32 { state.pointee.victim(after: slot, links: links) }
+
+    @usableFromInline
+    func _checkInvariants(count: Int) { state.pointee._checkInvariants(count: count) }
 }

@@ -196,6 +196,16 @@ struct _S3FIFOPolicy: _EvictionPolicy {
         }
     }
 
+    @usableFromInline
+    func _checkInvariants(count: Int) {
+        let s = state.pointee
+        precondition(
+            s.smallCount + s.mainCount == count,
+            "S3-FIFO queues hold \(s.smallCount) + \(s.mainCount), count is \(count)"
+        )
+        s.ghosts._checkInvariants()
+    }
+
     @inlinable
     func firstVictim(links: _SlotLinks) -> Int32 {
         let s = state.pointee
