@@ -36,6 +36,30 @@ struct CacheBehaviourTests {
         #expect(cache.contains(5), "a new entry never evicts itself")
     }
 
+    @Test("generations are odd for slots in use and even for free ones, from when they are first kept")
+    func generationParity() {
+        // SharedCache skips a buffered read whose slot's generation changed; a read of an entry in
+        // use carries an odd generation, so it can never match a free slot, even in a fresh
+        // engine after removeAll (whose generations count from 0 again).
+        let cache = SerialCache<Int, Int>(countLimit: 30, policy: .lru)
+        for key in 0..<20 { cache[key] = key }
+        cache.removeValue(forKey: 3)
+        cache.evictionVeto = { key, _, _ in key % 7 != 0 }  // starts keeping generations
+        var random = SeededGenerator(seed: 0x6E4)
+        for step in 0..<3_000 {
+            let key = Int.random(in: 0..<60, using: &random)
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0: cache.removeValue(forKey: key)
+            case 1: _ = cache[key]
+            default: cache[key] = step
+            }
+            if step % 100 == 0 { cache._checkInvariants() }
+            if step == 1_500 { cache.removeAll() }
+        }
+        cache._checkInvariants()
+        #expect(cache.count > 0)
+    }
+
     @Test("a count limit as large as Int.max works with every policy", arguments: EvictionPolicy.allCases)
     func hugeCountLimit(policy: EvictionPolicy) {
         let serial = SerialCache<Int, Int>(countLimit: .max, policy: policy)

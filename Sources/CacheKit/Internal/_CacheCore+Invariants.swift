@@ -23,6 +23,17 @@ extension _CacheCore {
             slot = links.next(slot)
         }
         precondition(free + count == slotsUsed, "\(free) free + \(count) live != \(slotsUsed) slots used")
+        if let generations {
+            forEachSlotInEvictionOrder { slot in
+                precondition(generations[Int(slot)] & 1 == 1, "live slot \(slot) has an even generation")
+                return true
+            }
+            var slot = freeHead
+            while slot != -1 {
+                precondition(generations[Int(slot)] & 1 == 0, "free slot \(slot) has an odd generation")
+                slot = links.next(slot)
+            }
+        }
         var occupied = 0
         for b in 0..<index.bucketCount where index.buckets[b] != 0 { occupied += 1 }
         precondition(occupied == count, "index holds \(occupied) slots, count is \(count)")

@@ -198,7 +198,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             var old = value
             swap(&entries[s].value, &old)  // moves the old value out; nothing is destroyed here
             setCost(cost, at: s)
-            bumpGeneration(s)
+            bumpGeneration(s, by: 2)  // still live: the generation stays odd
             policy.didUpdate(found.slot, links: links)
             if let expiry { expiry.pointee.didWrite(found.slot, now: now, timeToLive: timeToLive) }
             stats.recordRemovals(.replaced)
@@ -419,6 +419,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         let g = _SlotMemory.allocate(UInt32.self, capacity: slotCapacity)
         g.initialize(repeating: 0, count: slotCapacity)
         generations = g
+        forEachSlotInEvictionOrder { slot in
+            g[Int(slot)] = 1  // live: odd (see `bumpGeneration`)
+            return true
+        }
     }
 
     /// Takes every entry out at once: the old state is returned whole, to be reported and freed by
@@ -455,9 +459,13 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         return CacheRemoval(key: entry.key, value: entry.value, reason: reason)
     }
 
+    /// Marks a change of slot `s`. An insert and a removal add 1 and an update adds 2, so that a
+    /// slot holding an entry has an odd generation and a free one an even generation: a buffered
+    /// read of a live entry (odd) can then never match a free slot, even after `takeAll` starts a
+    /// fresh core whose generations count from 0 again.
     @inlinable
-    func bumpGeneration(_ s: Int) {
-        if let generations { generations[s] &+= 1 }
+    func bumpGeneration(_ s: Int, by step: UInt32 = 1) {
+        if let generations { generations[s] &+= step }
     }
 
     @inlinable

@@ -237,7 +237,10 @@ extension SharedCache {
                 }
             }
             // The bound: a read recorded as a stripe was being emptied can stay behind in its
-            // buffer and be replayed later, after `removeAll` replaced the slot storage.
+            // buffer and be replayed later, after `removeAll` replaced the slot storage. Such a
+            // read's generation is odd (its entry was live), and a free slot's is even (see
+            // `bumpGeneration`), so it can match only a live entry of the new storage: a wasted
+            // recency bump, never a policy operation on a free slot.
             let slots = Int32(truncatingIfNeeded: state.pointee.core.slotsUsed)
             for read in reads[0..<count]
             where read.slot < slots
