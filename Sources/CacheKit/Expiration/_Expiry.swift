@@ -13,6 +13,8 @@
 ///   sequential append and a removal one store, where an intrusive list would relink two
 ///   neighbours at random addresses (measured: that relinking was most of what a time to live
 ///   cost a write). The deadline is not in the record (the slot has it), which halves the queue.
+///   One exception to the laziness: a removal whose record is the queue's head pops it at once
+///   (the head is in the CPU's cache; the oldest entry is often the one leaving).
 ///   The queue is compacted when full (stale records dropped; it grows only when over half of it
 ///   is live), so it holds at most about four records per slot and costs O(1) amortized.
 /// - `accessOrder`, a list in access order of every entry when a time to idle is set: a read or
