@@ -217,6 +217,14 @@ extension SerialCache: _StateHost {
         try body(&state.pointee)
     }
 
+    /// Whether a replay may go straight to the engine: nothing (expiry, a removal handler, an
+    /// eviction veto, an activity observer, an insertion policy) needs the two-call path.
+    @inlinable
+    func _replaysDirectly(_ state: borrowing _CacheState<Key, Value>) -> Bool {
+        state.core.expiry == nil && state.removalHandler == nil && state.evictionVeto == nil
+            && state.activityObserver == nil && _insertionPolicy == nil
+    }
+
     /// For `cachekit simulate`, not API: one request of a trace replay. Returns whether `key` was
     /// cached (a hit, which counts as a use); on a miss stores `value` with cost 0. The same
     /// engine and policy steps as ``value(forKey:)`` followed by ``setValue(_:forKey:cost:)``,
@@ -227,9 +235,7 @@ extension SerialCache: _StateHost {
     @inlinable
     public func _replay(_ key: Key, insertingOnMiss value: Value) -> Bool {
         let hit = _withState { state -> Bool? in
-            guard state.core.expiry == nil, state.removalHandler == nil, state.evictionVeto == nil,
-                state.activityObserver == nil, _insertionPolicy == nil
-            else { return nil }
+            guard _replaysDirectly(state) else { return nil }
             var removals = _Removals<Key, Value>()
             let hit = state.core.access(key, insertingOnMiss: value, removals: &removals)
             state.core._debugCheckInvariants()
@@ -248,11 +254,9 @@ extension SerialCache: _StateHost {
     /// - Complexity: O(*n*) amortized for *n* keys.
     @inlinable
     public func _replay<Keys: Sequence<Key>>(_ keys: Keys, insertingOnMiss value: Value) -> Int {
-        let direct = _withState { state in
-            state.core.expiry == nil && state.removalHandler == nil && state.evictionVeto == nil
-                && state.activityObserver == nil && _insertionPolicy == nil
+        guard _withState({ _replaysDirectly($0) }) else {
+            return keys.reduce(0) { $0 + (_replay($1, insertingOnMiss: value) ? 1 : 0) }
         }
-        guard direct else { return keys.reduce(0) { $0 + (_replay($1, insertingOnMiss: value) ? 1 : 0) } }
         return _withState { state in
             var hits = 0
             for key in keys {
