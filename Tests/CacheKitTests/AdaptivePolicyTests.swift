@@ -81,6 +81,42 @@ struct AdaptivePolicyTests {
         for (b, a) in zip(before, after) { #expect(a == b / 2) }
     }
 
+    @Test(
+        "W-TinyLFU sizes its sketch by what the cache holds when the limit is large, and keeps counting through growth"
+    )
+    func sketchGrowsWithTheCache() {
+        func sketch(_ cache: SerialCache<Int, Int>) -> (words: Int, frequency: (Int) -> Int) {
+            cache._withState { state in
+                guard case .wtinylfu(let p) = state.core.policy else { preconditionFailure("not W-TinyLFU") }
+                let words = p.state.pointee.sketch.wordCount
+                return (words, { p.frequency(UInt32(truncatingIfNeeded: $0.hashValue)) })
+            }
+        }
+        let eager = _WTinyLFUPolicy.eagerSketchEntries
+        // A small limit: the whole sketch at once, as before.
+        #expect(sketch(SerialCache(countLimit: 1_000, policy: .wTinyLFU)).words == 1_024)
+        // A huge limit: 512 KiB, not 512 MiB, until the cache holds more.
+        let cache = SerialCache<Int, Int>(countLimit: .max, policy: .wTinyLFU)
+        #expect(sketch(cache).words == eager)
+        for key in 0..<eager { cache[key] = key }
+        #expect(sketch(cache).words == eager)
+        cache[eager] = eager  // one more than the sketch holds: it doubles
+        #expect(sketch(cache).words == 2 * eager)
+        // The grown sketch counted every resident entry once; new uses count from there.
+        let grown = sketch(cache)
+        #expect((0...eager).allSatisfy { grown.frequency($0) >= 1 })
+        _ = cache[7]
+        #expect(grown.frequency(7) >= 2)
+        for key in eager + 1..<3 * eager { cache[key] = key }
+        #expect(sketch(cache).words == 4 * eager)
+        // A limit between the two: the sketch stops growing at the limit.
+        let bounded = SerialCache<Int, Int>(countLimit: eager + 10, policy: .wTinyLFU)
+        for key in 0..<3 * eager { bounded[key] = key }
+        #expect(sketch(bounded).words == 2 * eager && bounded.count == eager + 10)
+        cache._checkInvariants()
+        bounded._checkInvariants()
+    }
+
     @Test("S3-FIFO's ghost queue matches a plain array under appends, removals and limit changes")
     func ghostQueue() {
         var ghosts = _GhostQueue()

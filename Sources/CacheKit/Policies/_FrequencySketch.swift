@@ -52,17 +52,24 @@ struct _FrequencySketch {
     func deallocate() { table.deallocate() }
 
     /// Resizes for `capacity` entries: a larger table starts empty; the sample size follows.
+    /// Returns whether the table grew (and so forgot every count).
     @inlinable
-    mutating func ensureCapacity(_ capacity: Int) {
+    @discardableResult
+    mutating func ensureCapacity(_ capacity: Int) -> Bool {
         sampleSize = Self.sampleSize(for: capacity)
         let words = _FrequencySketch.words(for: capacity)
-        guard words > mask + 1 else { return }
+        guard words > mask + 1 else { return false }
         table.deallocate()
         table = .allocate(capacity: words)
         table.initialize(repeating: 0, count: words)
         mask = words - 1
         additions = 0
+        return true
     }
+
+    /// How many entries the table has a word for.
+    @inlinable
+    var wordCount: Int { mask + 1 }
 
     /// Forgets every count.
     @inlinable

@@ -36,6 +36,9 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         /// Per slot: the queue holding it.
         @usableFromInline var queueOf: UnsafeMutablePointer<UInt8>
         @usableFromInline var sketch: _FrequencySketch
+        /// The entries the sketch is sized for: `capacity`, or fewer while a large cache fills
+        /// (see `sketchEntries(capacity:resident:tableWords:)`).
+        @usableFromInline var sketchEntries = 0
         @usableFromInline var capacity = 0
         /// The largest the window and the protected segment may be.
         @usableFromInline var windowMax = 1
@@ -98,7 +101,65 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         s.pointee.hitsInSample = 0
         s.pointee.missesInSample = 0
         s.pointee.previousHitRate = 0
-        s.pointee.sketch.ensureCapacity(c)
+        let bounded = s.pointee.capacity > 0
+        let entries = Self.sketchEntries(
+            capacity: bounded ? c : 0,
+            resident: bounded ? residentCount : c,
+            tableWords: s.pointee.sketch.wordCount
+        )
+        s.pointee.sketchEntries = entries
+        s.pointee.sketch.ensureCapacity(entries)
+    }
+
+    /// Sketches for up to this many entries (512 KiB) are allocated whole when the capacity is
+    /// set. A larger capacity's sketch starts at this size and doubles as the cache fills, so
+    /// that `countLimit: .max` or a generous limit costs memory in proportion to what the cache
+    /// holds (8 bytes per entry), not to its limit, as Caffeine sizes its sketch lazily.
+    @inlinable
+    static var eagerSketchEntries: Int { 1 << 16 }
+
+    /// The entries to size the sketch for: all of `capacity` when it is small, else enough for
+    /// the `resident` entries and for the table already allocated (it never shrinks); with no
+    /// capacity (`0`), `resident` (the slot capacity).
+    @inlinable
+    static func sketchEntries(capacity: Int, resident: Int, tableWords: Int) -> Int {
+        guard capacity > 0 else { return resident }
+        return Swift.min(capacity, Swift.max(eagerSketchEntries, resident, tableWords))
+    }
+
+    /// The entries held in the three queues.
+    @inlinable
+    var residentCount: Int {
+        let counts = state.pointee.counts
+        return counts.0 + counts.1 + counts.2
+    }
+
+    /// The cache holds more entries than its sketch was sized for, and its capacity allows more:
+    /// doubles the sketch and counts every resident entry once in it, since a grown table starts
+    /// empty. The cache is still filling (it evicts only at its capacity, where the sketch is
+    /// full size), so what the reset forgets has decided no eviction yet; only a cost limit can
+    /// evict earlier, against counts this young.
+    ///
+    /// - Complexity: O(n), once per doubling.
+    @inlinable
+    @inline(never)
+    func growSketch(links: _SlotLinks) {
+        let s = state
+        let resident = residentCount
+        let entries = Self.sketchEntries(
+            capacity: s.pointee.capacity,
+            resident: Swift.max(resident, 2 * s.pointee.sketchEntries),
+            tableWords: s.pointee.sketch.wordCount
+        )
+        s.pointee.sketchEntries = entries
+        guard s.pointee.sketch.ensureCapacity(entries) else { return }
+        for q in Self.window...Self.protected {
+            var slot = list(q).pointee.head
+            while slot != -1 {
+                s.pointee.sketch.increment(links.hash(slot))
+                slot = links.next(slot)
+            }
+        }
     }
 
     /// Requests per hill-climbing sample for `capacity` entries.
@@ -152,6 +213,9 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         s.pointee.queueOf[Int(slot)] = Self.window
         links.pushBack(slot, &list(Self.window).pointee)
         count(Self.window).pointee += 1
+        if s.pointee.capacity > s.pointee.sketchEntries && residentCount > s.pointee.sketchEntries {
+            growSketch(links: links)
+        }
         // Window overflow moves to probation at once (as in Caffeine), not only when full.
         while count(Self.window).pointee > s.pointee.windowMax {
             move(list(Self.window).pointee.head, from: Self.window, to: Self.probation, links: links)
