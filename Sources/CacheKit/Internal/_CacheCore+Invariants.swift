@@ -35,7 +35,15 @@ extension _CacheCore {
             }
         }
         var occupied = 0
-        for b in 0..<index.bucketCount where index.buckets[b] != 0 { occupied += 1 }
+        for b in 0..<index.bucketCount where index.buckets[b] != 0 {
+            occupied += 1
+            let slot = index.slot(at: b)
+            precondition(slot >= 0 && Int(slot) < slotsUsed, "bucket \(b) names slot \(slot), not in use")
+            precondition(
+                index.buckets[b] == index.word(slot: slot, hash: Int(hashes[Int(slot)])),
+                "bucket \(b)'s tag disagrees with slot \(slot)'s hash"
+            )
+        }
         precondition(occupied == count, "index holds \(occupied) slots, count is \(count)")
         precondition(count <= index.maxLoad, "index over its load factor")
         precondition(slotsUsed <= slotCapacity, "slots used exceed capacity")

@@ -16,10 +16,8 @@ extension _CacheCore {
     /// - Complexity: O(*n*) for *n* hashes.
     @inlinable
     func warm(hashes: UnsafeMutableBufferPointer<Int>) -> Int {
-        let buckets = index.buckets
-        let mask = index.mask
         for i in hashes.indices {
-            hashes[i] = Int(buckets[hashes[i] & mask]) &- 1
+            hashes[i] = Int(index.slot(at: hashes[i] & index.mask))
         }
         return warm(slots: hashes)
     }

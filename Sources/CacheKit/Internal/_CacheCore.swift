@@ -60,7 +60,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         self.links = _SlotLinks(entries, hashes: hashes)
         self.costs = nil
         self.generations = nil
-        self.index = _HashIndex(bucketCount: 8)
+        self.index = _HashIndex(bucketCount: 8, slotCapacity: 0)
         self.policy = makePolicy(0)
         self.slotCapacity = 0
         self.slotsUsed = 0
@@ -100,11 +100,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     func destroyEntries() {
         guard !(_isPOD(Key.self) && _isPOD(Value.self)) else { return }
         for b in 0..<index.bucketCount {
-            let entry = index.buckets[b]
-            if entry != 0 {
-                let s = Int(entry &- 1)
-                (entries + s).deinitialize(count: 1)
-            }
+            let slot = index.slot(at: b)
+            if slot >= 0 { (entries + Int(slot)).deinitialize(count: 1) }
         }
     }
 
@@ -124,12 +121,14 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
 
     /// The slot of `key`, or -1.
     @inlinable
+    @inline(__always)
     func slot(of key: Key) -> Int32 {
         index.find(key, hash: key.hashValue, entries: entries).slot
     }
 
     /// The slot holding `key`, whose `hashValue` is `hash`, or `-1`.
     @inlinable
+    @inline(__always)
     func slot(of key: Key, hash: Int) -> Int32 {
         index.find(key, hash: hash, entries: entries).slot
     }
@@ -286,7 +285,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         if let costs { costs[s] = 0 }
         setCost(cost, at: s)
         bumpGeneration(s)
-        index.insert(slot: slot, at: bucket)
+        index.insert(slot: slot, hash: hash, at: bucket)
         count += 1
         policy.didInsert(slot, links: links)
         if let expiry { expiry.pointee.didWrite(slot, now: now, timeToLive: timeToLive) }
@@ -512,18 +511,21 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         policy.reserve(slotCapacity: newCapacity, used: slotsUsed)
         if let expiry { expiry.pointee.reserve(capacity: newCapacity, used: slotsUsed) }
         slotCapacity = newCapacity
+        // Bucket words name slots in their low bits, enough for twice the buckets: slots double
+        // only when all are in use, at most 3/4 of the buckets, so they never outgrow the words.
+        precondition(UInt64(newCapacity) <= UInt64(index.slotMask), "slot storage outgrew the index's slot bits")
     }
 
     /// Doubles the index and re-inserts every slot.
     @usableFromInline
     mutating func growIndex() {
         let old = index
-        index = _HashIndex(bucketCount: old.bucketCount * 2)
+        index = _HashIndex(bucketCount: old.bucketCount * 2, slotCapacity: slotCapacity)
         for b in 0..<old.bucketCount {
-            let entry = old.buckets[b]
-            if entry != 0 {
-                let slot = Int32(truncatingIfNeeded: entry &- 1)
-                index.insert(slot: slot, at: index.emptyBucket(hash: Int(hashes[Int(slot)])))
+            let slot = old.slot(at: b)
+            if slot >= 0 {
+                let hash = Int(hashes[Int(slot)])
+                index.insert(slot: slot, hash: hash, at: index.emptyBucket(hash: hash))
             }
         }
         old.deallocate()

@@ -1,21 +1,40 @@
 /// An open-addressing hash table of slot numbers over the engine's key array.
 ///
-/// Each bucket holds `slot + 1` as a `UInt32` (`0` is empty), so the index costs 4 bytes a bucket
-/// and never stores a key twice: a probe compares the key in the slot array. Linear probing with
-/// backward-shift deletion keeps it free of tombstones. The load factor stays at or below 3/4.
-/// An unowned view: `_CacheCore` owns the memory.
+/// Each bucket is one `UInt32` word (`0` is empty): its low bits hold `slot + 1`, and the bits
+/// above them, unused by slot numbers, hold the same bits of the key's hash as a tag. So the index
+/// costs 4 bytes a bucket and never stores a key twice, and a probe reads a slot's record (to
+/// compare keys) only when the tag matches: a lookup walking past other keys' buckets, or one that
+/// misses, touches the bucket array alone instead of one record per occupied bucket it passes.
+/// How many bits the slots take (`slotMask`) depends on the slot and bucket counts; with 50,000
+/// slots the tag has 14 bits (one false match in 16,384), with a million 10. Linear probing with
+/// backward-shift deletion keeps the table free of tombstones. The load factor stays at or below
+/// 3/4. An unowned view: `_CacheCore` owns the memory.
 @usableFromInline
 struct _HashIndex {
     @usableFromInline var buckets: UnsafeMutablePointer<UInt32>
     /// `bucketCount - 1`; the bucket count is a power of two.
     @usableFromInline var mask: Int
+    /// The bits of a bucket word that hold `slot + 1`; the others hold the tag.
+    @usableFromInline var slotMask: UInt32
 
+    /// An empty index of `bucketCount` buckets whose words can name `slotCapacity` slots.
     @inlinable
-    init(bucketCount: Int) {
+    init(bucketCount: Int, slotCapacity: Int) {
         precondition(bucketCount > 0 && bucketCount & (bucketCount - 1) == 0)
         buckets = _SlotMemory.allocate(UInt32.self, capacity: bucketCount)
         buckets.initialize(repeating: 0, count: bucketCount)
         mask = bucketCount - 1
+        slotMask = Self.slotMask(bucketCount: bucketCount, slotCapacity: slotCapacity)
+    }
+
+    /// Enough low bits for `slot + 1` of every slot below `slotCapacity` and below twice
+    /// `bucketCount`: slot storage doubles only when every slot holds an entry, at most 3/4 of
+    /// the buckets, so it never outgrows the words before the index grows (`growSlots` checks).
+    @inlinable
+    static func slotMask(bucketCount: Int, slotCapacity: Int) -> UInt32 {
+        let largest = UInt64(Swift.max(bucketCount, slotCapacity))
+        let bits = UInt64.bitWidth - largest.leadingZeroBitCount
+        return bits >= 32 ? .max : UInt32((1 << bits) - 1)
     }
 
     @inlinable
@@ -36,19 +55,43 @@ struct _HashIndex {
     @inlinable
     func deallocate() { _SlotMemory.deallocate(buckets) }
 
+    /// The bucket word for `slot` with a key of hash `hash`.
+    @inlinable
+    @inline(__always)
+    func word(slot: Int32, hash: Int) -> UInt32 {
+        UInt32(truncatingIfNeeded: hash) & ~slotMask | UInt32(truncatingIfNeeded: slot) &+ 1
+    }
+
+    /// The slot a non-empty bucket word names.
+    @inlinable
+    @inline(__always)
+    func slot(of word: UInt32) -> Int32 { Int32(truncatingIfNeeded: word & slotMask) &- 1 }
+
+    /// The slot in `bucket`, or -1 when it is empty.
+    @inlinable
+    func slot(at bucket: Int) -> Int32 {
+        let word = buckets[bucket]
+        return word == 0 ? -1 : slot(of: word)
+    }
+
     /// Finds `key`: its slot, or `-1` and the empty bucket where it would go.
     @inlinable
+    @inline(__always)
     func find<Key: Hashable, Value>(
         _ key: Key,
         hash: Int,
         entries: UnsafeMutablePointer<_Entry<Key, Value>>
     ) -> (bucket: Int, slot: Int32) {
+        let tagMask = ~slotMask
+        let tag = UInt32(truncatingIfNeeded: hash) & tagMask
         var b = hash & mask
         while true {
-            let entry = buckets[b]
-            if entry == 0 { return (b, -1) }
-            let slot = Int32(truncatingIfNeeded: entry &- 1)
-            if entries[Int(slot)].key == key { return (b, slot) }
+            let word = buckets[b]
+            if word == 0 { return (b, -1) }
+            if word & tagMask == tag {
+                let slot = slot(of: word)
+                if entries[Int(slot)].key == key { return (b, slot) }
+            }
             b = (b &+ 1) & mask
         }
     }
@@ -64,15 +107,16 @@ struct _HashIndex {
     /// The bucket that holds `slot`, whose key hashes to `hash`.
     @inlinable
     func bucket(ofSlot slot: Int32, hash: Int) -> Int {
-        let entry = UInt32(truncatingIfNeeded: slot) &+ 1
+        let entry = word(slot: slot, hash: hash)
         var b = hash & mask
         while buckets[b] != entry { b = (b &+ 1) & mask }
         return b
     }
 
+    /// Stores `slot`, whose key hashes to `hash`, in the empty `bucket`.
     @inlinable
-    func insert(slot: Int32, at bucket: Int) {
-        buckets[bucket] = UInt32(truncatingIfNeeded: slot) &+ 1
+    func insert(slot: Int32, hash: Int, at bucket: Int) {
+        buckets[bucket] = word(slot: slot, hash: hash)
     }
 
     /// Empties `bucket`, shifting later members of its probe run back so lookups stay correct.
@@ -85,7 +129,7 @@ struct _HashIndex {
             j = (j &+ 1) & mask
             let entry = buckets[j]
             if entry == 0 { break }
-            let ideal = Int(hashes[Int(entry &- 1)]) & mask
+            let ideal = Int(hashes[Int(slot(of: entry))]) & mask
             // Move the entry back into the hole unless its ideal bucket lies cyclically in (hole, j].
             let stays = hole <= j ? (hole < ideal && ideal <= j) : (hole < ideal || ideal <= j)
             if !stays {
