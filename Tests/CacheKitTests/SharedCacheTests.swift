@@ -25,6 +25,23 @@ struct SharedCacheTests {
         #expect(cache.name == "my-object-cache")
     }
 
+    @Test("the queue's key filter has twice the capacity in buckets, from 4,096 to 65,536, and finds what it counted")
+    func pendingFilterSize() {
+        #expect(_PendingFilter(capacity: 10).bucketCount == 4_096)
+        #expect(_PendingFilter(capacity: 10_000).bucketCount == 32_768)
+        #expect(_PendingFilter(capacity: 50_000).bucketCount == 65_536)
+        #expect(_PendingFilter(capacity: 0).bucketCount == 65_536)
+        let filter = _PendingFilter(capacity: 50_000)
+        let hash = 0x1_2345_6789
+        let write = _SharedWrite<Int, Int>.set(1, 1, cost: 0, timeToLive: nil, now: -1, hash: hash)
+        filter.count(write, 1)
+        #expect(filter.mayTouch(hash: hash) && !filter.mayTouch(hash: hash + 1))
+        // The bucket is the hash's low 16 bits: a hash that differs only above them shares it.
+        #expect(filter.mayTouch(hash: hash ^ 1 << 16) && !filter.mayTouch(hash: hash ^ 1 << 15))
+        filter.count(write, -1)
+        #expect(!filter.mayTouch(hash: hash))
+    }
+
     @Test("writes return before they are applied, and a background drain applies them")
     func writesAreAsynchronous() async {
         let cache = SharedCache<Int, Int>()

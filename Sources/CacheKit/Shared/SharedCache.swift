@@ -68,7 +68,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// Writes issued and not yet applied; readers check it to decide whether to drain first.
     @usableFromInline let _pendingCount = Atomic<Int>(0)
     /// The keys the queued writes may touch: a point read of another key need not drain.
-    @usableFromInline let _pendingKeys = _PendingFilter()
+    @usableFromInline let _pendingKeys: _PendingFilter
     /// Held to replay buffered reads into the policy (alone: readers go on) and by every drain
     /// (inside the exclusive lock); see `_maintain()`.
     @usableFromInline let _policyLock = Atomic<Bool>(false)
@@ -139,6 +139,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         // Versions identify an entry across the lock's release: buffered reads and purges use them.
         _state.pointee.core.trackGenerations()
         _timekeeper = _Timekeeper(clock, active: expiration.isActive)
+        _pendingKeys = _PendingFilter(capacity: countLimit)
         _exclusiveReads = expiration.afterAccess != nil
         _tracksReads.store(countLimit > 0 || totalCostLimit > 0, ordering: .relaxed)
         self.evictionDecider = evictionDecider
