@@ -445,7 +445,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     mutating func removeSlot(_ slot: Int32, reason: RemovalReason) -> CacheRemoval<Key, Value> {
         let s = Int(slot)
-        index.remove(at: index.bucket(ofSlot: slot, hash: Int(hashes[s])), hashes: hashes)
+        index.remove(at: index.bucket(ofSlot: slot, hash: Int(truncatingIfNeeded: hashes[s])), hashes: hashes)
         policy.didRemove(slot, evicted: reason.isEviction, links: links)
         if let expiry { expiry.pointee.didRemove(slot) }
         if let costs { totalCost -= costs[s] }
@@ -524,7 +524,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         for b in 0..<old.bucketCount {
             let slot = old.slot(at: b)
             if slot >= 0 {
-                let hash = Int(hashes[Int(slot)])
+                let hash = Int(truncatingIfNeeded: hashes[Int(slot)])
                 index.insert(slot: slot, hash: hash, at: index.emptyBucket(hash: hash))
             }
         }

@@ -129,7 +129,7 @@ struct _HashIndex {
             j = (j &+ 1) & mask
             let entry = buckets[j]
             if entry == 0 { break }
-            let ideal = Int(hashes[Int(slot(of: entry))]) & mask
+            let ideal = Int(truncatingIfNeeded: hashes[Int(slot(of: entry))]) & mask
             // Move the entry back into the hole unless its ideal bucket lies cyclically in (hole, j].
             let stays = hole <= j ? (hole < ideal && ideal <= j) : (hole < ideal || ideal <= j)
             if !stays {
