@@ -40,7 +40,7 @@ extension _CacheCore {
             let slot = index.slot(at: b)
             precondition(slot >= 0 && Int(slot) < slotsUsed, "bucket \(b) names slot \(slot), not in use")
             precondition(
-                index.buckets[b] == index.word(slot: slot, hash: Int(truncatingIfNeeded: hashes[Int(slot)])),
+                index.buckets[b] == index.word(slot: slot, hash: storedHash(slot)),
                 "bucket \(b)'s tag disagrees with slot \(slot)'s hash"
             )
         }

@@ -445,7 +445,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     mutating func removeSlot(_ slot: Int32, reason: RemovalReason) -> CacheRemoval<Key, Value> {
         let s = Int(slot)
-        index.remove(at: index.bucket(ofSlot: slot, hash: Int(truncatingIfNeeded: hashes[s])), hashes: hashes)
+        index.remove(at: index.bucket(ofSlot: slot, hash: storedHash(slot)), hashes: hashes)
         policy.didRemove(slot, evicted: reason.isEviction, links: links)
         if let expiry { expiry.pointee.didRemove(slot) }
         if let costs { totalCost -= costs[s] }
@@ -516,6 +516,12 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         precondition(UInt64(newCapacity) <= UInt64(index.slotMask), "slot storage outgrew the index's slot bits")
     }
 
+    /// The hash stored for `slot`, as the index takes it (its low 32 bits are the key's; widened
+    /// without a trap where `Int` has 32 bits).
+    @inlinable
+    @inline(__always)
+    func storedHash(_ slot: Int32) -> Int { Int(truncatingIfNeeded: hashes[Int(slot)]) }
+
     /// Doubles the index and re-inserts every slot.
     @usableFromInline
     mutating func growIndex() {
@@ -524,7 +530,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         for b in 0..<old.bucketCount {
             let slot = old.slot(at: b)
             if slot >= 0 {
-                let hash = Int(truncatingIfNeeded: hashes[Int(slot)])
+                let hash = storedHash(slot)
                 index.insert(slot: slot, hash: hash, at: index.emptyBucket(hash: hash))
             }
         }
