@@ -205,6 +205,7 @@ struct StressTests {
         cache.removalHandler = { removal in
             if removal.reason != .replaced { removed.add(1, ordering: .relaxed) }
         }
+        let requests = Atomic<Int>(0)
         DispatchQueue.concurrentPerform(iterations: 4) { thread in
             var rng = SeededGenerator(seed: UInt64(thread) + 11)
             for i in 0..<6_000 {
@@ -212,6 +213,7 @@ struct StressTests {
                 switch Int.random(in: 0..<100, using: &rng) {
                 case 0..<70:
                     _ = cache[key]
+                    requests.add(1, ordering: .relaxed)
                 case 70..<85:
                     cache[key] = i
                 case 85..<89:
@@ -240,6 +242,9 @@ struct StressTests {
         #expect(countLimit == 0 || cache.count <= countLimit)
         #expect(cache.allItems().count == cache.count)
         #expect(removed.load(ordering: .relaxed) > 0)
+        // Readers count hits and misses in their stripes' lock words: none may be lost.
+        let stats = cache.statistics
+        #expect(stats.hitCount + stats.missCount == requests.load(ordering: .relaxed))
         cache.publishChanges()
         listener.cancel()
     }

@@ -16,66 +16,145 @@ import Darwin
 /// - a reader increments its stripe, then checks the writer flag; if a writer holds or wants the
 ///   lock, it backs out and waits, so writers are not starved;
 /// - a writer sets the flag with a compare-and-exchange (one writer at a time), then waits for
-///   every stripe to drain to zero.
+///   every stripe's reader count to drain to zero.
 ///
 /// Everything is an atomic that ThreadSanitizer sees, so it checks the data this lock guards.
 /// Waiting spins with `sched_yield`: critical sections here are O(1) map operations, or a bulk
 /// operation the caller asked for. Each stripe also carries a lossy buffer of the slots its readers
 /// used (for the eviction policy, replayed by the next writer) and hit/miss counters.
+///
+/// A read costs two atomic read-modify-writes, the fewest the protocol allows: the stripe's
+/// word holds the reader count and the hit and miss counters side by side (see ``Stripe``), so
+/// the unlock that decrements the count also counts the read; buffering the read's slot takes
+/// plain loads and stores; and stripes are raw memory, not objects, so handing one to a reader
+/// retains nothing. (Before, a read made six: its lock and unlock, a retain and a release of a
+/// stripe object, a hit counter and a buffer index.)
 @usableFromInline
 final class _StripedLock: @unchecked Sendable {
-    /// One stripe: its own cache lines (128 bytes apart from the next stripe's counters).
+    /// One stripe: where its word and its read buffer live. A plain pair of pointers, so
+    /// passing it around costs no reference counting.
+    ///
+    /// The word (`state`): bits 0..<20 count the readers holding the stripe, bits 20..<42 the
+    /// hits and 42..<64 the misses counted since they were last moved to the lock's totals. A
+    /// counter is moved (``_StripedLock/harvest(_:)``) by the first unlock that sees its top bit
+    /// set, long before it could carry into the next field.
+    @frozen
     @usableFromInline
-    final class Stripe: @unchecked Sendable {
-        @usableFromInline let readers = Atomic<Int>(0)
-        @usableFromInline let hits = Atomic<Int>(0)
-        @usableFromInline let misses = Atomic<Int>(0)
+    struct Stripe {
+        @usableFromInline let state: UnsafeMutablePointer<Atomic<UInt64>>
         /// Reads recorded since the last drain (may run past the capacity: those were dropped).
-        /// Each reader claims an index with one fetch-add and publishes its read there with an
-        /// atomic store; the drainer takes each element with an atomic exchange. Drains may run
-        /// while readers record (under the cache's policy lock, not the exclusive lock), so a
-        /// read published after its element was taken may be replayed late or overwritten: the
-        /// buffer is lossy, as Caffeine's is, and never torn.
-        @usableFromInline let readCount = Atomic<Int>(0)
+        @usableFromInline let readCount: UnsafeMutablePointer<Atomic<Int>>
         /// Each element is an atomic `_SlotRead.packed`, 0 when empty.
         @usableFromInline let reads: UnsafeMutablePointer<Atomic<UInt64>>
-        // Keeps the next stripe's counters off this one's cache lines.
-        private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
 
-        init() {
-            reads = .allocate(capacity: _StripedLock.readBufferCapacity)
-            for index in 0..<_StripedLock.readBufferCapacity { (reads + index).initialize(to: Atomic(0)) }
-        }
-
-        deinit {
-            reads.deinitialize(count: _StripedLock.readBufferCapacity)
-            reads.deallocate()
+        @inlinable
+        init(
+            state: UnsafeMutablePointer<Atomic<UInt64>>,
+            readCount: UnsafeMutablePointer<Atomic<Int>>,
+            reads: UnsafeMutablePointer<Atomic<UInt64>>
+        ) {
+            self.state = state
+            self.readCount = readCount
+            self.reads = reads
         }
 
         /// Notes that a reader used `slot` (whose generation was `generation`); returns `false`
         /// when the buffer is full (the read is dropped, as Caffeine drops reads under load).
+        ///
+        /// The index is claimed with a plain load and store, not a fetch-add: two threads of
+        /// one stripe reading at the same instant may claim the same element, and one of the
+        /// two reads is lost. The buffer is lossy anyway (full buffers drop reads, and a drain
+        /// running under the policy lock may take an element before or after its read lands),
+        /// and a read's element is written with one atomic store, so it is never torn.
+        ///
+        /// - Complexity: O(1), no read-modify-write.
         @inlinable
+        @inline(__always)
         func record(_ slot: Int32, generation: UInt32) -> Bool {
-            let index = readCount.wrappingAdd(1, ordering: .relaxed).oldValue
+            let index = readCount.pointee.load(ordering: .relaxed)
             guard index < _StripedLock.readBufferCapacity else { return false }
             reads[index].store(_SlotRead(slot: slot, generation: generation).packed, ordering: .releasing)
+            readCount.pointee.store(index + 1, ordering: .relaxed)
             return index + 1 < _StripedLock.readBufferCapacity
         }
     }
 
+    /// What a read counts in the statistics, added to its stripe's word by the unlock.
+    @frozen
+    @usableFromInline
+    enum Tally {
+        case none, hit, miss
+
+        /// The amount the unlock adds to the stripe's word: one reader fewer, one more of this.
+        @inlinable
+        var unlockDelta: UInt64 {
+            switch self {
+            case .none: return 0 &- 1
+            case .hit: return _StripedLock.hitUnit &- 1
+            case .miss: return _StripedLock.missUnit &- 1
+            }
+        }
+    }
+
     @usableFromInline static let readBufferCapacity = 64
+    @usableFromInline static let readerMask: UInt64 = (1 << 20) - 1
+    @usableFromInline static let hitUnit: UInt64 = 1 << 20
+    @usableFromInline static let missUnit: UInt64 = 1 << 42
+    @usableFromInline static let counterMask: UInt64 = (1 << 22) - 1
+    /// The top bit of each counter: an unlock that sees either set moves the counters out.
+    @usableFromInline static let harvestBits: UInt64 = 1 << 41 | 1 << 63
+    /// Bytes per stripe in `words`: a stripe's word and read count share a cache line that no
+    /// other stripe touches (128, as adjacent lines are fetched in pairs).
+    @usableFromInline static let stripeBytes = 128
 
     /// The most reads the stripes can hold between two replays.
     @inlinable
-    var bufferedReadCapacity: Int { stripes.count * Self.readBufferCapacity }
-    @usableFromInline let stripes: [Stripe]
+    var bufferedReadCapacity: Int { stripeCount * Self.readBufferCapacity }
+    @usableFromInline let stripeCount: Int
     @usableFromInline let stripeMask: Int
+    /// Stripe `i`'s word at `stripeBytes * i`, its read count right after.
+    @usableFromInline let words: UnsafeMutableRawPointer
+    @usableFromInline let buffers: UnsafeMutablePointer<Atomic<UInt64>>
     @usableFromInline let writer = Atomic<Bool>(false)
+    /// Hits and misses moved out of the stripes' words.
+    let harvestedHits = Atomic<Int>(0)
+    let harvestedMisses = Atomic<Int>(0)
 
     init(stripes count: Int = 16) {
         precondition(count > 0 && count & (count - 1) == 0, "stripe count must be a power of two")
-        stripes = (0..<count).map { _ in Stripe() }
+        stripeCount = count
         stripeMask = count - 1
+        words = .allocate(byteCount: count * Self.stripeBytes, alignment: Self.stripeBytes)
+        for i in 0..<count {
+            let base = words + i * Self.stripeBytes
+            base.bindMemory(to: Atomic<UInt64>.self, capacity: 1).initialize(to: Atomic(0))
+            (base + 8).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
+        }
+        buffers = .allocate(capacity: count * Self.readBufferCapacity)
+        for index in 0..<count * Self.readBufferCapacity { (buffers + index).initialize(to: Atomic(0)) }
+    }
+
+    deinit {
+        for i in 0..<stripeCount {
+            let stripe = self.stripe(i)
+            stripe.state.deinitialize(count: 1)
+            stripe.readCount.deinitialize(count: 1)
+        }
+        words.deallocate()
+        buffers.deinitialize(count: stripeCount * Self.readBufferCapacity)
+        buffers.deallocate()
+    }
+
+    /// Stripe `index`.
+    @inlinable
+    @inline(__always)
+    func stripe(_ index: Int) -> Stripe {
+        let base = words + index &* Self.stripeBytes
+        return Stripe(
+            state: base.assumingMemoryBound(to: Atomic<UInt64>.self),
+            readCount: (base + 8).assumingMemoryBound(to: Atomic<Int>.self),
+            reads: buffers + index &* Self.readBufferCapacity
+        )
     }
 
     /// The calling thread's handle as a number (never 0).
@@ -93,25 +172,53 @@ final class _StripedLock: @unchecked Sendable {
     var currentStripe: Stripe {
         // Thread handles are aligned addresses: mix the bits before masking.
         let mixed = (Self.currentThread &* 0x9E37_79B9_7F4A_7C15) >> 32
-        return stripes[Int(mixed) & stripeMask]
+        return stripe(Int(mixed) & stripeMask)
     }
 
     /// Waits until no writer holds or wants the lock, then holds it shared; returns the stripe to
-    /// pass to ``unlockShared(_:)``.
+    /// pass to ``unlockShared(_:counting:)``.
+    ///
+    /// - Complexity: O(1) and one atomic read-modify-write when no writer holds the lock.
     @inlinable
     func lockShared() -> Stripe {
         let stripe = currentStripe
         while true {
-            stripe.readers.wrappingAdd(1, ordering: .sequentiallyConsistent)
+            stripe.state.pointee.wrappingAdd(1, ordering: .sequentiallyConsistent)
             if !writer.load(ordering: .sequentiallyConsistent) { return stripe }
-            stripe.readers.wrappingSubtract(1, ordering: .releasing)
+            stripe.state.pointee.wrappingSubtract(1, ordering: .releasing)
             while writer.load(ordering: .relaxed) { sched_yield() }
         }
     }
 
+    /// Leaves the shared lock, counting the read as `tally` says, in one atomic add.
+    ///
+    /// - Complexity: O(1) and one atomic read-modify-write.
     @inlinable
-    func unlockShared(_ stripe: Stripe) {
-        stripe.readers.wrappingSubtract(1, ordering: .releasing)
+    func unlockShared(_ stripe: Stripe, counting tally: Tally = .none) {
+        let old = stripe.state.pointee.wrappingAdd(tally.unlockDelta, ordering: .releasing).oldValue
+        if old & Self.harvestBits != 0 { harvest(stripe) }
+    }
+
+    /// Moves a stripe's hit and miss counts to the lock's totals, so that neither fills its
+    /// field. Every unlock that sees a top bit set calls it; the first to succeed moves them.
+    @usableFromInline
+    func harvest(_ stripe: Stripe) {
+        var word = stripe.state.pointee.load(ordering: .relaxed)
+        while word & Self.harvestBits != 0 {
+            let hits = word >> 20 & Self.counterMask
+            let misses = word >> 42 & Self.counterMask
+            let (exchanged, current) = stripe.state.pointee.compareExchange(
+                expected: word,
+                desired: word & Self.readerMask,
+                ordering: .relaxed
+            )
+            if exchanged {
+                harvestedHits.wrappingAdd(Int(hits), ordering: .relaxed)
+                harvestedMisses.wrappingAdd(Int(misses), ordering: .relaxed)
+                return
+            }
+            word = current
+        }
     }
 
     /// Waits for other writers and for every reader to leave, then holds the lock exclusively.
@@ -120,9 +227,7 @@ final class _StripedLock: @unchecked Sendable {
         while !writer.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged {
             sched_yield()
         }
-        for stripe in stripes {
-            while stripe.readers.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
-        }
+        waitForReaders()
     }
 
     /// Holds the lock exclusively if no writer holds or wants it; otherwise returns `false` at
@@ -131,10 +236,16 @@ final class _StripedLock: @unchecked Sendable {
     func tryLockExclusive() -> Bool {
         guard writer.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
         else { return false }
-        for stripe in stripes {
-            while stripe.readers.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
-        }
+        waitForReaders()
         return true
+    }
+
+    @inlinable
+    func waitForReaders() {
+        for index in 0..<stripeCount {
+            let state = stripe(index).state
+            while state.pointee.load(ordering: .sequentiallyConsistent) & Self.readerMask != 0 { sched_yield() }
+        }
     }
 
     @inlinable
@@ -146,40 +257,60 @@ final class _StripedLock: @unchecked Sendable {
     /// Only one drainer at a time (the cache's policy lock); readers may record meanwhile.
     @inlinable
     func drainReads(_ body: (_SlotRead) -> Void) {
-        for stripe in stripes {
-            let count = Swift.min(stripe.readCount.load(ordering: .acquiring), Self.readBufferCapacity)
+        for index in 0..<stripeCount {
+            let stripe = stripe(index)
+            let count = Swift.min(stripe.readCount.pointee.load(ordering: .acquiring), Self.readBufferCapacity)
             guard count > 0 else { continue }
             for i in 0..<count {
                 let packed = stripe.reads[i].exchange(0, ordering: .acquiring)
                 if packed != 0 { body(_SlotRead(packed: packed)) }
             }
-            stripe.readCount.store(0, ordering: .releasing)
+            stripe.readCount.pointee.store(0, ordering: .releasing)
         }
     }
 
-    /// Hits and misses counted by readers since the last reset.
     /// Forgets every buffered read, in every position (a read recorded while a stripe was being
     /// emptied can sit past its count). Called with the lock held exclusively: no read is being
     /// recorded.
     func discardReads() {
-        for stripe in stripes {
+        for index in 0..<stripeCount {
+            let stripe = stripe(index)
             for i in 0..<Self.readBufferCapacity { stripe.reads[i].store(0, ordering: .relaxed) }
-            stripe.readCount.store(0, ordering: .releasing)
+            stripe.readCount.pointee.store(0, ordering: .releasing)
         }
     }
 
-    @inlinable
+    /// Hits and misses counted by readers since the last reset: exact once no read is in
+    /// flight (a count read while readers unlock may miss their reads, or see a harvest's
+    /// counts twice for an instant).
     var requestCounts: (hits: Int, misses: Int) {
-        stripes.reduce((0, 0)) {
-            ($0.0 + $1.hits.load(ordering: .relaxed), $0.1 + $1.misses.load(ordering: .relaxed))
+        var hits = harvestedHits.load(ordering: .relaxed)
+        var misses = harvestedMisses.load(ordering: .relaxed)
+        for index in 0..<stripeCount {
+            let word = stripe(index).state.pointee.load(ordering: .relaxed)
+            hits += Int(word >> 20 & Self.counterMask)
+            misses += Int(word >> 42 & Self.counterMask)
         }
+        return (hits, misses)
     }
 
+    /// Sets the counts to zero, keeping each stripe's reader count.
     func resetRequestCounts() {
-        for stripe in stripes {
-            stripe.hits.store(0, ordering: .relaxed)
-            stripe.misses.store(0, ordering: .relaxed)
+        for index in 0..<stripeCount {
+            let state = stripe(index).state
+            var word = state.pointee.load(ordering: .relaxed)
+            while true {
+                let (exchanged, current) = state.pointee.compareExchange(
+                    expected: word,
+                    desired: word & Self.readerMask,
+                    ordering: .relaxed
+                )
+                if exchanged { break }
+                word = current
+            }
         }
+        harvestedHits.store(0, ordering: .relaxed)
+        harvestedMisses.store(0, ordering: .relaxed)
     }
 }
 

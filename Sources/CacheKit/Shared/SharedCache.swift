@@ -62,16 +62,16 @@ import Synchronization
 ///
 /// - Note: `SharedCache` has no eviction veto and no loader; ``Cache`` has both.
 public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
+    // Stored properties are laid out in declaration order: first what every read loads and no
+    // read or write changes, then, 128 bytes further on, the atomics that writes and replays
+    // change, so that a write on one core does not take the line every read needs from the
+    // other cores.
+
     // The state lives behind `_lock`: shared for reads (read-only access), exclusive for drains.
     @usableFromInline let _state: UnsafeMutablePointer<_CacheState<Key, Value>>
     @usableFromInline let _lock = _StripedLock()
-    /// Writes issued and not yet applied; readers check it to decide whether to drain first.
-    @usableFromInline let _pendingCount = Atomic<Int>(0)
     /// The keys the queued writes may touch: a point read of another key need not drain.
     @usableFromInline let _pendingKeys: _PendingFilter
-    /// Held to replay buffered reads into the policy (alone: readers go on) and by every drain
-    /// (inside the exclusive lock); see `_maintain()`.
-    @usableFromInline let _policyLock = Atomic<Bool>(false)
     @usableFromInline let _timekeeper: _Timekeeper
     /// Reads must take the lock exclusively (a time to idle is set).
     @usableFromInline let _exclusiveReads: Bool
@@ -81,13 +81,26 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// Whether queued writes are applied in the background (always, but in tests that need
     /// writes to stay queued until a read, `flush()` or bulk operation applies them).
     @usableFromInline let _drainsInBackground = Atomic<Bool>(true)
+
+    /// Keeps the atomics below off the cache lines of the properties above.
+    private let _padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+    )
+    /// Writes issued and not yet applied; reads that are not of one key check it to decide
+    /// whether to drain first (a read of one key asks `_pendingKeys`).
+    @usableFromInline let _pendingCount = Atomic<Int>(0)
+    /// Held to replay buffered reads into the policy (alone: readers go on) and by every drain
+    /// (inside the exclusive lock); see `_maintain()`.
+    @usableFromInline let _policyLock = Atomic<Bool>(false)
     /// Where warming (`_CacheCore.warm`) leaves what it read, so that its loads are kept.
     @usableFromInline let _warmed = Atomic<Int>(0)
 
     @usableFromInline let pending = _Locked(_PendingWrites<Key, Value>())
     @usableFromInline let outbox = _Locked(_Outbox<Key, Value>())
     /// Guarded by `_lock` (exclusive): the changes since the last batch, while batches are on.
-    @usableFromInline var changeLog: _ChangeLog<Key, Value>?
+    /// Unchecked by the runtime's exclusivity enforcement, which would cost every write of a
+    /// drain two calls: the exclusive lock is what makes access to it exclusive.
+    @exclusivity(unchecked) @usableFromInline var changeLog: _ChangeLog<Key, Value>?
     @usableFromInline let drainQueue: DispatchQueue
     let background = _Locked(_BackgroundTasks())
     let subscribers = _Locked(_Subscribers<Key, Value>())
@@ -183,30 +196,22 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
             stripe,
             now,
             hash,
-            queued -> (Value?, Bool) in
+            queued -> ((Value?, Bool), _StripedLock.Tally) in
+            let counts = _recordsStatistics.load(ordering: .relaxed)
             if let queued {
                 // Written and not yet applied: the policy hears of the read right after the write
                 // lands (see `_latestQueuedWrite`).
                 let value = _value(of: queued, in: state, now: now)
-                if _recordsStatistics.load(ordering: .relaxed) {
-                    if value == nil {
-                        stripe.misses.wrappingAdd(1, ordering: .relaxed)
-                    } else {
-                        stripe.hits.wrappingAdd(1, ordering: .relaxed)
-                    }
-                }
-                return (value, false)
+                return ((value, false), !counts ? .none : value == nil ? .miss : .hit)
             }
             let slot = state.core.slot(of: key, hash: hash)
             guard slot >= 0, !state.core._isExpired(slot, now: now) else {
-                if _recordsStatistics.load(ordering: .relaxed) { stripe.misses.wrappingAdd(1, ordering: .relaxed) }
-                return (nil, false)
+                return ((nil, false), counts ? .miss : .none)
             }
-            if _recordsStatistics.load(ordering: .relaxed) { stripe.hits.wrappingAdd(1, ordering: .relaxed) }
             let full =
                 _tracksReads.load(ordering: .relaxed)
                 && !stripe.record(slot, generation: state.core.generations.unsafelyUnwrapped[Int(slot)])
-            return (state.core.entries[Int(slot)].value, full)
+            return ((state.core.entries[Int(slot)].value, full), counts ? .hit : .none)
         }
         // A full buffer: replay it now if the lock is free (else the next writer does).
         if bufferFull { _maintain() }
@@ -218,10 +223,11 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// - Complexity: O(1).
     @inlinable
     public func peekValue(forKey key: Key) -> Value? {
-        _reading(key: key) { state, _, now, hash, queued in
-            if let queued { return _value(of: queued, in: state, now: now) }
+        _reading(key: key) { state, _, now, hash, queued -> (Value?, _StripedLock.Tally) in
+            if let queued { return (_value(of: queued, in: state, now: now), .none) }
             let slot = state.core.slot(of: key, hash: hash)
-            return slot >= 0 && !state.core._isExpired(slot, now: now) ? state.core.entries[Int(slot)].value : nil
+            let found = slot >= 0 && !state.core._isExpired(slot, now: now)
+            return (found ? state.core.entries[Int(slot)].value : nil, .none)
         }
     }
 
@@ -230,10 +236,10 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// - Complexity: O(1).
     @inlinable
     public func contains(_ key: Key) -> Bool {
-        _reading(key: key) { state, _, now, hash, queued in
-            if let queued { return _value(of: queued, in: state, now: now) != nil }
+        _reading(key: key) { state, _, now, hash, queued -> (Bool, _StripedLock.Tally) in
+            if let queued { return (_value(of: queued, in: state, now: now) != nil, .none) }
             let slot = state.core.slot(of: key, hash: hash)
-            return slot >= 0 && !state.core._isExpired(slot, now: now)
+            return (slot >= 0 && !state.core._isExpired(slot, now: now), .none)
         }
     }
 
@@ -242,7 +248,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     ///
     /// - Complexity: O(*k*) for *k* keys.
     public func values<S: Sequence>(forKeys keys: S) -> [Key: Value] where S.Element == Key {
-        _reading { state, _, now in
+        _reading { state, now in
             var result: [Key: Value] = [:]
             for key in keys {
                 let slot = state.core.slot(of: key)
@@ -297,7 +303,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// The most entries the cache holds (`0`: no limit). Setting it queues a write that evicts
     /// down to the new limit.
     public var countLimit: Int {
-        get { _reading { state, _, _ in state.core.countLimit } }
+        get { _reading { state, _ in state.core.countLimit } }
         set {
             precondition(newValue >= 0, "countLimit must not be negative (got \(newValue))")
             _enqueue(.setCountLimit(newValue))
@@ -306,7 +312,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     /// The most total cost the cache holds (`0`: no limit). Setting it queues a write.
     public var totalCostLimit: Int {
-        get { _reading { state, _, _ in state.core.totalCostLimit } }
+        get { _reading { state, _ in state.core.totalCostLimit } }
         set {
             precondition(newValue >= 0, "totalCostLimit must not be negative (got \(newValue))")
             _enqueue(.setTotalCostLimit(newValue))
