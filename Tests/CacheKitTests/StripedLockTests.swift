@@ -40,6 +40,18 @@ struct StripedLockTests {
         lock.unlockExclusive()
     }
 
+    @Test("counts move to the totals only while a reader holds the lock")
+    func harvestHappensUnderTheLock() {
+        let lock = _StripedLock(stripes: 1)
+        let word = { lock.stripe(0).state.pointee.load(ordering: .relaxed) }
+        for _ in 0..<(1 << 21) { lock.unlockShared(lock.lockShared(), counting: .hit) }
+        #expect(word() >> 20 & _StripedLock.counterMask == 1 << 21, "the unlock that sets the top bit moves nothing")
+        let held = lock.lockShared()
+        #expect(word() == 1, "the next reader moved the counts out while holding the lock")
+        #expect(lock.requestCounts == (hits: 1 << 21, misses: 0))
+        lock.unlockShared(held)
+    }
+
     @Test("a reset clears the counts and keeps the readers in")
     func resetKeepsReaders() {
         let lock = _StripedLock(stripes: 1)
@@ -75,7 +87,9 @@ struct StripedLockTests {
         var again = 0
         lock.drainReads { _ in again += 1 }
         #expect(again == 0, "a drain empties the buffer")
-        #expect(lock.lockShared().record(7, generation: 1), "an emptied buffer records again")
+        let again2 = lock.lockShared()
+        #expect(again2.record(7, generation: 1), "an emptied buffer records again")
+        lock.unlockShared(again2)
     }
 
     @Test("readers on several threads are all counted, and a writer waits for them")

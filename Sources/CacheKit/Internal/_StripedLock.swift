@@ -36,8 +36,8 @@ final class _StripedLock: @unchecked Sendable {
     ///
     /// The word (`state`): bits 0..<20 count the readers holding the stripe, bits 20..<42 the
     /// hits and 42..<64 the misses counted since they were last moved to the lock's totals. A
-    /// counter is moved (``_StripedLock/harvest(_:)``) by the first unlock that sees its top bit
-    /// set, long before it could carry into the next field.
+    /// counter is moved (``_StripedLock/harvest(_:)``) by the first reader that sees its top bit
+    /// set as it takes the lock, long before it could carry into the next field.
     @frozen
     @usableFromInline
     struct Stripe {
@@ -183,8 +183,11 @@ final class _StripedLock: @unchecked Sendable {
     func lockShared() -> Stripe {
         let stripe = currentStripe
         while true {
-            stripe.state.pointee.wrappingAdd(1, ordering: .sequentiallyConsistent)
-            if !writer.load(ordering: .sequentiallyConsistent) { return stripe }
+            let old = stripe.state.pointee.wrappingAdd(1, ordering: .sequentiallyConsistent).oldValue
+            if !writer.load(ordering: .sequentiallyConsistent) {
+                if old & Self.harvestBits != 0 { harvest(stripe) }
+                return stripe
+            }
             stripe.state.pointee.wrappingSubtract(1, ordering: .releasing)
             while writer.load(ordering: .relaxed) { sched_yield() }
         }
@@ -195,12 +198,15 @@ final class _StripedLock: @unchecked Sendable {
     /// - Complexity: O(1) and one atomic read-modify-write.
     @inlinable
     func unlockShared(_ stripe: Stripe, counting tally: Tally = .none) {
-        let old = stripe.state.pointee.wrappingAdd(tally.unlockDelta, ordering: .releasing).oldValue
-        if old & Self.harvestBits != 0 { harvest(stripe) }
+        stripe.state.pointee.wrappingAdd(tally.unlockDelta, ordering: .releasing)
     }
 
     /// Moves a stripe's hit and miss counts to the lock's totals, so that neither fills its
-    /// field. Every unlock that sees a top bit set calls it; the first to succeed moves them.
+    /// field: called by a reader that finds a counter's top bit set as it takes the lock, and
+    /// that still holds it, so that no thread holding the lock exclusively (which reads or
+    /// resets the counts) ever sees counts on their way from the word to the totals. Between
+    /// the first unlock that sets a top bit and this, a field grows by at most one count per
+    /// reader holding the stripe, far from carrying into the next field.
     @usableFromInline
     func harvest(_ stripe: Stripe) {
         var word = stripe.state.pointee.load(ordering: .relaxed)
@@ -280,9 +286,8 @@ final class _StripedLock: @unchecked Sendable {
         }
     }
 
-    /// Hits and misses counted by readers since the last reset: exact once no read is in
-    /// flight (a count read while readers unlock may miss their reads, or see a harvest's
-    /// counts twice for an instant).
+    /// Hits and misses counted by readers since the last reset: exact when read holding the
+    /// lock exclusively (no read in flight, no harvest half done).
     var requestCounts: (hits: Int, misses: Int) {
         var hits = harvestedHits.load(ordering: .relaxed)
         var misses = harvestedMisses.load(ordering: .relaxed)

@@ -62,10 +62,11 @@ import Synchronization
 ///
 /// - Note: `SharedCache` has no eviction veto and no loader; ``Cache`` has both.
 public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
-    // Stored properties are laid out in declaration order: first what every read loads and no
-    // read or write changes, then, 128 bytes further on, the atomics that writes and replays
-    // change, so that a write on one core does not take the line every read needs from the
-    // other cores.
+    // Stored properties are laid out in declaration order (by today's compiler; the language does
+    // not promise it, and another order would cost speed, not correctness): first what every
+    // read loads and no read or write changes, then, 128 bytes further on, the atomics that
+    // writes and replays change, so that a write on one core does not take the line every read
+    // needs from the other cores.
 
     // The state lives behind `_lock`: shared for reads (read-only access), exclusive for drains.
     @usableFromInline let _state: UnsafeMutablePointer<_CacheState<Key, Value>>
@@ -397,11 +398,13 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     /// Requests, removals by reason. Loads are not counted (a shared cache has no loader).
     public var statistics: CacheStatistics {
-        var snapshot = _exclusive { state, _ in state.core.stats.snapshot }
-        let (hits, misses) = _lock.requestCounts
-        snapshot.hitCount += hits
-        snapshot.missCount += misses
-        return snapshot
+        _exclusive { state, _ in
+            var snapshot = state.core.stats.snapshot
+            let (hits, misses) = _lock.requestCounts  // exact here: no read is in flight
+            snapshot.hitCount += hits
+            snapshot.missCount += misses
+            return snapshot
+        }
     }
 
     /// Whether ``statistics`` are counted (`true` by default).
