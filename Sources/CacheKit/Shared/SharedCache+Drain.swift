@@ -73,7 +73,7 @@ extension SharedCache {
     func _latestQueuedWrite(to key: Key, hash: Int, recordingRead: Bool) -> _QueuedRead<Value>? {
         if recordingRead && _tracksReads.load(ordering: .relaxed) {
             return pending.withLock { pending in
-                let latest = pending.latestWrite(to: key)
+                let latest = pending.latestWrite(to: key, hash: hash)
                 // One access for a run of reads of the key with nothing queued between them (a
                 // hot key read many times between two drains queues one, not thousands).
                 if case .access(let last, _)? = pending.writes.last, last == key { return latest }
@@ -84,7 +84,7 @@ extension SharedCache {
                 return latest
             }
         }
-        return pending.withLock { $0.latestWrite(to: key) }
+        return pending.withLock { $0.latestWrite(to: key, hash: hash) }
     }
 
     /// The value a queued write leaves for its key once applied, if it is alive at `now`: a

@@ -46,7 +46,9 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var drainScheduled = false
     /// For each key a queued write names (`set`, or a `remove` of at most
     /// `_SharedWrite.maxNamedKeys` keys), the position in `writes` of the latest such write.
-    @usableFromInline var latest: [Key: Int] = [:]
+    /// Keyed by the key with its hash, computed once by the writer: this index is used under
+    /// the queue's lock, which writing threads contend for.
+    @usableFromInline var latest: [_HashedKey<Key>: Int] = [:]
     /// Whether a write that may touch any key (a bulk write) is queued.
     @usableFromInline var hasBulkWrite = false
     /// The latest time a queued `set` was issued at (-1: none), and for each queued write the
@@ -78,9 +80,9 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         floors.append(latestNow)
         floorsWithoutExpiry.append(floorWithoutExpiry)
         switch write {
-        case .set(let key, _, _, _, _, _): latest[key] = position
+        case .set(let key, _, _, _, _, let hash): latest[_HashedKey(key, hash: hash)] = position
         case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
-            for key in keys { latest[key] = position }
+            for key in keys { latest[_HashedKey(key, hash: key.hashValue)] = position }
         case .access: break
         default: hasBulkWrite = true
         }
@@ -109,9 +111,9 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///
     /// - Complexity: O(1).
     @inlinable
-    func latestWrite(to key: Key) -> _QueuedRead<Value>? {
+    func latestWrite(to key: Key, hash: Int) -> _QueuedRead<Value>? {
         if hasBulkWrite { return .drainFirst }
-        guard let position = latest[key] else { return nil }
+        guard let position = latest[_HashedKey(key, hash: hash)] else { return nil }
         switch writes[position] {
         case .set(_, let value, let cost, let timeToLive, let now, _):
             // `didWrite` counts from max(now, floor) when the time is known.
@@ -126,6 +128,30 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return .removed
         }
     }
+}
+
+/// A key with its `hashValue`, hashing as that value without running `Hasher` again.
+@usableFromInline
+struct _HashedKey<Key: Hashable & Sendable>: Hashable, Sendable {
+    @usableFromInline let key: Key
+    @usableFromInline let hash: Int
+
+    @inlinable
+    init(_ key: Key, hash: Int) {
+        self.key = key
+        self.hash = hash
+    }
+
+    @inlinable
+    static func == (a: Self, b: Self) -> Bool { a.hash == b.hash && a.key == b.key }
+
+    @inlinable
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+
+    /// The key's `hashValue` as is: already a seeded hash of the key (`Dictionary` asks for
+    /// this, not `hash(into:)`, when it exists).
+    @inlinable
+    func _rawHashValue(seed: Int) -> Int { hash }
 }
 
 /// The latest queued write to one key, as a reader sees it before the write is applied.
