@@ -101,7 +101,8 @@ final class _StripedLock: @unchecked Sendable {
     @usableFromInline static let hitUnit: UInt64 = 1 << 20
     @usableFromInline static let missUnit: UInt64 = 1 << 42
     @usableFromInline static let counterMask: UInt64 = (1 << 22) - 1
-    /// The top bit of each counter: an unlock that sees either set moves the counters out.
+    /// The top bit of each counter: a reader that sees either set as it takes the lock moves the
+    /// counters out (``harvest(_:)``).
     @usableFromInline static let harvestBits: UInt64 = 1 << 41 | 1 << 63
     /// Bytes per stripe in `words`: a stripe's word and read count share a cache line that no
     /// other stripe touches (128, as adjacent lines are fetched in pairs).
@@ -209,22 +210,29 @@ final class _StripedLock: @unchecked Sendable {
     /// reader holding the stripe, far from carrying into the next field.
     @usableFromInline
     func harvest(_ stripe: Stripe) {
+        let taken = takeCounts(stripe)
+        harvestedHits.wrappingAdd(taken.hits, ordering: .relaxed)
+        harvestedMisses.wrappingAdd(taken.misses, ordering: .relaxed)
+    }
+
+    /// Sets a stripe's hit and miss counters to zero, keeping its reader count; returns what
+    /// they held.
+    func takeCounts(_ stripe: Stripe) -> (hits: Int, misses: Int) {
         var word = stripe.state.pointee.load(ordering: .relaxed)
-        while word & Self.harvestBits != 0 {
-            let hits = word >> 20 & Self.counterMask
-            let misses = word >> 42 & Self.counterMask
+        while true {
             let (exchanged, current) = stripe.state.pointee.compareExchange(
                 expected: word,
                 desired: word & Self.readerMask,
                 ordering: .relaxed
             )
-            if exchanged {
-                harvestedHits.wrappingAdd(Int(hits), ordering: .relaxed)
-                harvestedMisses.wrappingAdd(Int(misses), ordering: .relaxed)
-                return
-            }
+            if exchanged { return Self.counts(in: word) }
             word = current
         }
+    }
+
+    /// The hit and miss counts a stripe's word holds.
+    static func counts(in word: UInt64) -> (hits: Int, misses: Int) {
+        (Int(word >> 20 & counterMask), Int(word >> 42 & counterMask))
     }
 
     /// Waits for other writers and for every reader to leave, then holds the lock exclusively.
@@ -292,28 +300,16 @@ final class _StripedLock: @unchecked Sendable {
         var hits = harvestedHits.load(ordering: .relaxed)
         var misses = harvestedMisses.load(ordering: .relaxed)
         for index in 0..<stripeCount {
-            let word = stripe(index).state.pointee.load(ordering: .relaxed)
-            hits += Int(word >> 20 & Self.counterMask)
-            misses += Int(word >> 42 & Self.counterMask)
+            let counts = Self.counts(in: stripe(index).state.pointee.load(ordering: .relaxed))
+            hits += counts.hits
+            misses += counts.misses
         }
         return (hits, misses)
     }
 
     /// Sets the counts to zero, keeping each stripe's reader count.
     func resetRequestCounts() {
-        for index in 0..<stripeCount {
-            let state = stripe(index).state
-            var word = state.pointee.load(ordering: .relaxed)
-            while true {
-                let (exchanged, current) = state.pointee.compareExchange(
-                    expected: word,
-                    desired: word & Self.readerMask,
-                    ordering: .relaxed
-                )
-                if exchanged { break }
-                word = current
-            }
-        }
+        for index in 0..<stripeCount { _ = takeCounts(stripe(index)) }
         harvestedHits.store(0, ordering: .relaxed)
         harvestedMisses.store(0, ordering: .relaxed)
     }
