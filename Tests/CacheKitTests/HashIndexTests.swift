@@ -85,4 +85,48 @@ struct HashIndexTests {
             #expect(Set(cache.keys) == Set(recent))
         }
     }
+
+    @Test("key hashes are stored only where the policy reads them or a key may be costly to hash again")
+    func storedHashes() {
+        func stores<Key: Hashable>(_: Key.Type, _ policy: EvictionPolicy) -> Bool {
+            SerialCache<Key, Int>(policy: policy).state.pointee.core.storesHashes
+        }
+        for policy in [EvictionPolicy.lru, .fifo, .lfu, .sieve] {
+            #expect(!stores(Int.self, policy), "\(policy)")
+            #expect(stores(String.self, policy), "\(policy)")
+        }
+        for policy in [EvictionPolicy.wTinyLFU, .arc, .s3fifo] {
+            #expect(stores(Int.self, policy), "\(policy)")
+        }
+    }
+
+    /// 40 keys with one hash make a probe run longer than a bucket word's displacement can say,
+    /// so removals shift entries whose ideal bucket comes from the key's hash, stored or not.
+    @Test(
+        "removals from a run displaced past the recorded limit keep every key findable",
+        arguments: [
+            EvictionPolicy.lru, .wTinyLFU,
+        ]
+    )
+    func longRuns(policy: EvictionPolicy) {
+        let limit = Int(_HashIndex(bucketCount: 256, slotCapacity: 64).displacementLimit)
+        var rng = SeededGenerator(seed: 79)
+        let cache = SerialCache<PlacedKey, Int>(policy: policy)
+        var model: [PlacedKey: Int] = [:]
+        let same = (0..<40).map { PlacedKey(id: $0, hash: 21) }
+        let near = (40..<60).map { PlacedKey(id: $0, hash: 22 + $0 % 3) }
+        #expect(same.count > 2 * limit)
+        for round in 0..<30 {
+            for key in (same + near).shuffled(using: &rng) where Int.random(in: 0..<3, using: &rng) > 0 {
+                cache[key] = round
+                model[key] = round
+            }
+            cache._checkInvariants()
+            for key in (same + near).shuffled(using: &rng) where Bool.random(using: &rng) {
+                #expect(cache.removeValue(forKey: key) == model.removeValue(forKey: key))
+            }
+            cache._checkInvariants()
+            #expect((same + near).allSatisfy { cache[$0] == model[$0] })
+        }
+    }
 }

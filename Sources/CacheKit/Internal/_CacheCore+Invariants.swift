@@ -39,9 +39,16 @@ extension _CacheCore {
             occupied += 1
             let slot = index.slot(at: b)
             precondition(slot >= 0 && Int(slot) < slotsUsed, "bucket \(b) names slot \(slot), not in use")
+            if storesHashes {
+                let stored = UInt32(truncatingIfNeeded: storedHash(slot))
+                precondition(
+                    stored == UInt32(truncatingIfNeeded: entries[Int(slot)].key.hashValue),
+                    "slot \(slot)'s stored hash is stale"
+                )
+            }
             precondition(
-                index.buckets[b] == index.word(slot: slot, hash: storedHash(slot)),
-                "bucket \(b)'s tag disagrees with slot \(slot)'s hash"
+                index.buckets[b] == index.word(slot: slot, hash: entries[Int(slot)].key.hashValue, bucket: b),
+                "bucket \(b)'s tag or displacement disagrees with slot \(slot)'s hash"
             )
         }
         precondition(occupied == count, "index holds \(occupied) slots, count is \(count)")

@@ -19,8 +19,14 @@
 struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// Each slot's links, key and value, side by side: a hit reads one record.
     @usableFromInline var entries: UnsafeMutablePointer<_Entry<Key, Value>>
-    /// Per-slot key hash, truncated to 32 bits (the index never needs more).
+    /// Per-slot key hash, truncated to 32 bits (the index never needs more), when
+    /// `storesHashes`; otherwise an empty allocation that nothing reads.
     @usableFromInline var hashes: UnsafeMutablePointer<UInt32>
+    /// Whether `hashes` holds each slot's key hash: when the policy reads them, or when hashing
+    /// a key again could be costly (keys that are not trivially copyable, such as strings).
+    /// Otherwise a removal and index growth hash the key again (see `storedHash`), which saves
+    /// 4 bytes per entry: for `Int` keys under LRU, FIFO, LFU or SIEVE.
+    @usableFromInline let storesHashes: Bool
     /// Per-slot cost; `nil` until an entry with a non-zero cost arrives.
     @usableFromInline var costs: UnsafeMutablePointer<Int>?
     /// Per-slot version, bumped on every insert, replace and removal; kept only while an eviction
@@ -62,6 +68,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         self.generations = nil
         self.index = _HashIndex(bucketCount: 8, slotCapacity: 0)
         self.policy = makePolicy(0)
+        self.storesHashes = !_isPOD(Key.self) || policy.readsKeyHashes
         self.slotCapacity = 0
         self.slotsUsed = 0
         self.freeHead = -1
@@ -281,7 +288,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         let slot = takeFreeSlot()
         let s = Int(slot)
         (entries + s).initialize(to: _Entry(key: key, value: value))
-        hashes[s] = UInt32(truncatingIfNeeded: hash)
+        if storesHashes { hashes[s] = UInt32(truncatingIfNeeded: hash) }
         if let costs { costs[s] = 0 }
         setCost(cost, at: s)
         bumpGeneration(s)
@@ -445,7 +452,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     mutating func removeSlot(_ slot: Int32, reason: RemovalReason) -> CacheRemoval<Key, Value> {
         let s = Int(slot)
-        index.remove(at: index.bucket(ofSlot: slot, hash: storedHash(slot)), hashes: hashes)
+        let (entries, hashes, stored) = (self.entries, self.hashes, storesHashes)
+        index.remove(at: index.bucket(ofSlot: slot, hash: storedHash(slot))) {
+            stored ? Int(truncatingIfNeeded: hashes[Int($0)]) : entries[Int($0)].key.hashValue
+        }
         policy.didRemove(slot, evicted: reason.isEviction, links: links)
         if let expiry { expiry.pointee.didRemove(slot) }
         if let costs { totalCost -= costs[s] }
@@ -504,7 +514,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         newEntries.moveInitialize(from: entries, count: slotsUsed)
         _SlotMemory.deallocate(entries)
         entries = newEntries
-        hashes = _SlotMemory.resized(hashes, used: slotsUsed, to: newCapacity).unsafelyUnwrapped
+        if storesHashes { hashes = _SlotMemory.resized(hashes, used: slotsUsed, to: newCapacity).unsafelyUnwrapped }
         links = _SlotLinks(newEntries, hashes: hashes)
         costs = _SlotMemory.resized(costs, used: slotsUsed, to: newCapacity)
         generations = _SlotMemory.resized(generations, used: slotsUsed, to: newCapacity)
@@ -516,11 +526,14 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         precondition(UInt64(newCapacity) <= UInt64(index.slotMask), "slot storage outgrew the index's slot bits")
     }
 
-    /// The hash stored for `slot`, as the index takes it (its low 32 bits are the key's; widened
-    /// without a trap where `Int` has 32 bits).
+    /// The hash of the key in `slot`, as the index takes it (only its low 32 bits matter; the
+    /// stored hash is widened without a trap where `Int` has 32 bits): stored, or computed
+    /// again from the key (see `storesHashes`).
     @inlinable
     @inline(__always)
-    func storedHash(_ slot: Int32) -> Int { Int(truncatingIfNeeded: hashes[Int(slot)]) }
+    func storedHash(_ slot: Int32) -> Int {
+        storesHashes ? Int(truncatingIfNeeded: hashes[Int(slot)]) : entries[Int(slot)].key.hashValue
+    }
 
     /// Doubles the index and re-inserts every slot.
     @usableFromInline

@@ -1,12 +1,15 @@
 /// An open-addressing hash table of slot numbers over the engine's key array.
 ///
-/// Each bucket is one `UInt32` word (`0` is empty): its low bits hold `slot + 1`, and the bits
-/// above them, unused by slot numbers, hold the same bits of the key's hash as a tag. So the index
-/// costs 4 bytes a bucket and never stores a key twice, and a probe reads a slot's record (to
-/// compare keys) only when the tag matches: a lookup walking past other keys' buckets, or one that
-/// misses, touches the bucket array alone instead of one record per occupied bucket it passes.
+/// Each bucket is one `UInt32` word (`0` is empty). Its low bits hold `slot + 1`; above them a
+/// few bits hold the entry's displacement (how many buckets past its ideal bucket it sits, with
+/// the largest value meaning "that many or more"); the bits above those hold the same bits of
+/// the key's hash as a tag. So the index costs 4 bytes a bucket and never stores a key twice:
+/// - a probe reads a slot's record (to compare keys) only when the tag matches, so a lookup
+///   walking past other keys' buckets, or one that misses, touches the bucket array alone;
+/// - a deletion (backward shift) learns where each entry of the probe run belongs from its
+///   displacement, without its key's hash; only an entry displaced that far or more needs it.
 /// How many bits the slots take (`slotMask`) depends on the slot and bucket counts; with 50,000
-/// slots the tag has 14 bits (one false match in 16,384), with a million 10. Linear probing with
+/// slots the tag has 10 bits (one false match in 1,024), with a million 6. Linear probing with
 /// backward-shift deletion keeps the table free of tombstones. The load factor stays at or below
 /// 3/4. An unowned view: `_CacheCore` owns the memory.
 @usableFromInline
@@ -14,8 +17,19 @@ struct _HashIndex {
     @usableFromInline var buckets: UnsafeMutablePointer<UInt32>
     /// `bucketCount - 1`; the bucket count is a power of two.
     @usableFromInline var mask: Int
-    /// The bits of a bucket word that hold `slot + 1`; the others hold the tag.
+    /// The bits of a bucket word that hold `slot + 1`.
     @usableFromInline var slotMask: UInt32
+    /// The bits that hold the tag: those above the slot and displacement bits.
+    @usableFromInline var tagMask: UInt32
+    /// Where the displacement starts (the slot bits' width), and its largest value, which
+    /// stands for itself and every larger displacement (`0` where the slots leave no bits).
+    @usableFromInline var displacementShift: UInt32
+    @usableFromInline var displacementLimit: UInt32
+
+    /// Bits for the displacement: 15 buckets or fewer is almost every entry at a load of 3/4,
+    /// and each bit more would come out of the tag.
+    @inlinable
+    static var displacementBits: Int { 4 }
 
     /// An empty index of `bucketCount` buckets whose words can name `slotCapacity` slots.
     @inlinable
@@ -25,6 +39,11 @@ struct _HashIndex {
         buckets.initialize(repeating: 0, count: bucketCount)
         mask = bucketCount - 1
         slotMask = Self.slotMask(bucketCount: bucketCount, slotCapacity: slotCapacity)
+        let slotBits = slotMask.nonzeroBitCount
+        let bits = Swift.min(Self.displacementBits, UInt32.bitWidth - slotBits)
+        displacementShift = bits > 0 ? UInt32(slotBits) : 0
+        displacementLimit = bits > 0 ? (1 << UInt32(bits)) - 1 : 0
+        tagMask = ~(slotMask | displacementLimit &<< displacementShift)
     }
 
     /// Enough low bits for `slot + 1` of every slot below `slotCapacity` and below twice
@@ -55,12 +74,19 @@ struct _HashIndex {
     @inlinable
     func deallocate() { _SlotMemory.deallocate(buckets) }
 
-    /// The bucket word for `slot` with a key of hash `hash`.
+    /// The bucket word for `slot`, with a key of hash `hash`, in `bucket`.
     @inlinable
     @inline(__always)
-    func word(slot: Int32, hash: Int) -> UInt32 {
-        UInt32(truncatingIfNeeded: hash) & ~slotMask | UInt32(truncatingIfNeeded: slot) &+ 1
+    func word(slot: Int32, hash: Int, bucket: Int) -> UInt32 {
+        let displacement = Swift.min(UInt32(truncatingIfNeeded: (bucket &- hash) & mask), displacementLimit)
+        return UInt32(truncatingIfNeeded: hash) & tagMask | displacement &<< displacementShift
+            | UInt32(truncatingIfNeeded: slot) &+ 1
     }
+
+    /// The displacement `word` records (`displacementLimit`: that many or more).
+    @inlinable
+    @inline(__always)
+    func displacement(of word: UInt32) -> UInt32 { word &>> displacementShift & displacementLimit }
 
     /// The slot a non-empty bucket word names.
     @inlinable
@@ -82,7 +108,7 @@ struct _HashIndex {
         hash: Int,
         entries: UnsafeMutablePointer<_Entry<Key, Value>>
     ) -> (bucket: Int, slot: Int32) {
-        let tagMask = ~slotMask
+        let tagMask = self.tagMask
         let tag = UInt32(truncatingIfNeeded: hash) & tagMask
         var b = hash & mask
         while true {
@@ -107,33 +133,39 @@ struct _HashIndex {
     /// The bucket that holds `slot`, whose key hashes to `hash`.
     @inlinable
     func bucket(ofSlot slot: Int32, hash: Int) -> Int {
-        let entry = word(slot: slot, hash: hash)
+        let named = UInt32(truncatingIfNeeded: slot) &+ 1
         var b = hash & mask
-        while buckets[b] != entry { b = (b &+ 1) & mask }
+        while buckets[b] & slotMask != named { b = (b &+ 1) & mask }
         return b
     }
 
     /// Stores `slot`, whose key hashes to `hash`, in the empty `bucket`.
     @inlinable
     func insert(slot: Int32, hash: Int, at bucket: Int) {
-        buckets[bucket] = word(slot: slot, hash: hash)
+        buckets[bucket] = word(slot: slot, hash: hash, bucket: bucket)
     }
 
     /// Empties `bucket`, shifting later members of its probe run back so lookups stay correct.
-    /// `hashes` holds the (truncated) hash of each slot's key, so no key is hashed again.
+    /// Each member's ideal bucket comes from its displacement; `hash(slot)` is asked only for a
+    /// member displaced `displacementLimit` buckets or more.
     @inlinable
-    func remove(at bucket: Int, hashes: UnsafeMutablePointer<UInt32>) {
+    func remove(at bucket: Int, hash: (Int32) -> Int) {
         var hole = bucket
         var j = bucket
         while true {
             j = (j &+ 1) & mask
             let entry = buckets[j]
             if entry == 0 { break }
-            let ideal = Int(truncatingIfNeeded: hashes[Int(slot(of: entry))]) & mask
+            let displacement = displacement(of: entry)
+            let ideal =
+                displacement < displacementLimit
+                ? (j &- Int(displacement)) & mask : hash(slot(of: entry)) & mask
             // Move the entry back into the hole unless its ideal bucket lies cyclically in (hole, j].
             let stays = hole <= j ? (hole < ideal && ideal <= j) : (hole < ideal || ideal <= j)
             if !stays {
-                buckets[hole] = entry
+                // Nearer its ideal bucket now: the same tag and slot, a smaller displacement.
+                let moved = Swift.min(UInt32(truncatingIfNeeded: (hole &- ideal) & mask), displacementLimit)
+                buckets[hole] = entry & ~(displacementLimit &<< displacementShift) | moved &<< displacementShift
                 hole = j
             }
         }

@@ -60,6 +60,16 @@ enum _AnyPolicy: _EvictionPolicy {
         }
     }
 
+    /// Whether the policy reads entries' key hashes (`_SlotLinks.hash`): to remember evicted
+    /// keys (S3-FIFO's and ARC's ghosts) or to count them (W-TinyLFU's sketch).
+    @inlinable
+    var readsKeyHashes: Bool {
+        switch self {
+        case .lru, .fifo, .lfu, .sieve: false
+        case .s3fifo, .arc, .wtinylfu: true
+        }
+    }
+
     @inlinable
     @inline(__always)
     func willInsert(hash: UInt32) {
