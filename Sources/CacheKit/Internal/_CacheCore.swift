@@ -535,8 +535,12 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         storesHashes ? Int(truncatingIfNeeded: hashes[Int(slot)]) : entries[Int(slot)].key.hashValue
     }
 
-    /// Doubles the index and re-inserts every slot.
-    @usableFromInline
+    /// Doubles the index and re-inserts every slot. Inlinable, so that it is specialized for
+    /// the client's key type (where no hash is stored it hashes every key: through generic
+    /// witnesses, growing a million `Int` entries cost a metadata lookup per key), but never
+    /// inlined into the write path.
+    @inlinable
+    @inline(never)
     mutating func growIndex() {
         let old = index
         index = _HashIndex(bucketCount: old.bucketCount * 2, slotCapacity: slotCapacity)
