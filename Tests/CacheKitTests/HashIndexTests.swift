@@ -12,7 +12,8 @@ struct PlacedKey: Hashable {
     func _rawHashValue(seed: Int) -> Int { hash }
 }
 
-/// The engine's index: bucket words that hold a slot and a tag of the key's hash.
+/// The engine's index: bucket words that hold a slot, its displacement from its ideal bucket,
+/// and a tag of the key's hash.
 @Suite("Hash index")
 struct HashIndexTests {
     /// Keys that share their bucket bits but not their tags, keys whose hashes are equal in the
@@ -114,7 +115,8 @@ struct HashIndexTests {
         let cache = SerialCache<PlacedKey, Int>(policy: policy)
         var model: [PlacedKey: Int] = [:]
         let same = (0..<40).map { PlacedKey(id: $0, hash: 21) }
-        let near = (40..<60).map { PlacedKey(id: $0, hash: 22 + $0 % 3) }
+        // Hash -1 and its neighbours start at the last buckets, so their runs wrap around to 0.
+        let near = (40..<60).map { PlacedKey(id: $0, hash: $0 % 2 == 0 ? 22 + $0 % 3 : -1 - $0 % 3) }
         #expect(same.count > 2 * limit)
         for round in 0..<30 {
             for key in (same + near).shuffled(using: &rng) where Int.random(in: 0..<3, using: &rng) > 0 {
@@ -127,6 +129,61 @@ struct HashIndexTests {
             }
             cache._checkInvariants()
             #expect((same + near).allSatisfy { cache[$0] == model[$0] })
+        }
+    }
+
+    /// The index alone, for slot capacities that leave 4 bits of displacement down to none, with
+    /// every bucket word checked against a description computed here (not through `word`): the
+    /// slot, the displacement (capped at the limit), the tag, and that lookups find every slot.
+    @Test(
+        "bucket words keep exact displacements through inserts and shifts, for every width",
+        arguments: [
+            1 << 10, 1 << 28, 1 << 29, 1 << 30, Int(Int32.max), 1 << 32,
+        ]
+    )
+    func displacementWidths(slotCapacity: Int) {
+        let buckets = 16
+        let index = _HashIndex(bucketCount: buckets, slotCapacity: slotCapacity)
+        defer { index.deallocate() }
+        let limit = index.displacementLimit
+        let expectedBits = Swift.min(
+            4,
+            32 - (UInt64.bitWidth - UInt64(Swift.max(buckets, slotCapacity)).leadingZeroBitCount)
+        )
+        #expect(limit == (expectedBits > 0 ? (1 << UInt32(expectedBits)) - 1 : 0))
+        #expect(index.tagMask & index.slotMask == 0 && index.tagMask & (limit &<< index.displacementShift) == 0)
+        let entries = UnsafeMutablePointer<_Entry<Int, Int>>.allocate(capacity: 12)
+        defer { entries.deallocate() }
+        // Twelve slots whose keys crowd four ideal buckets, two of them at the end of the table.
+        let hashes = (0..<12).map { [3, 3, 4, 15, 15, 14][$0 % 6] | $0 << 40 | ($0 * 7919) << 20 }
+        for slot in 0..<12 { (entries + slot).initialize(to: _Entry(key: slot, value: slot)) }
+        var live = Set<Int>()
+        var rng = SeededGenerator(seed: 80)
+        for step in 0..<400 {
+            let slot = Int.random(in: 0..<12, using: &rng)
+            if live.contains(slot) {
+                index.remove(at: index.bucket(ofSlot: Int32(slot), hash: hashes[slot])) { hashes[Int($0)] }
+                live.remove(slot)
+            } else {
+                let found = index.find(slot, hash: hashes[slot], entries: entries)
+                #expect(found.slot == -1)
+                index.insert(slot: Int32(slot), hash: hashes[slot], at: found.bucket)
+                live.insert(slot)
+            }
+            var seen = Set<Int>()
+            for b in 0..<buckets where index.buckets[b] != 0 {
+                let word = index.buckets[b]
+                let s = Int(word & index.slotMask) - 1
+                seen.insert(s)
+                let distance = UInt32((b - hashes[s] & (buckets - 1) + buckets) % buckets)
+                #expect(
+                    (word &>> index.displacementShift) & limit == Swift.min(distance, limit),
+                    "step \(step), bucket \(b)"
+                )
+                #expect(word & index.tagMask == UInt32(truncatingIfNeeded: hashes[s]) & index.tagMask, "step \(step)")
+            }
+            #expect(seen == live, "step \(step)")
+            for s in live { #expect(index.find(s, hash: hashes[s], entries: entries).slot == Int32(s), "step \(step)") }
         }
     }
 }
