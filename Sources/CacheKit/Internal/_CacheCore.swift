@@ -3,8 +3,8 @@
 /// Not thread-safe, and it calls no one: each operation mutates the state and returns what left
 /// (`_Removals`) for the owner to report after unlocking.
 ///
-/// Layout. Entries live in slots of contiguous arrays (`entries`, `hashes`, and `costs`
-/// once any entry has a non-zero cost). `index` maps a key to its slot through 4-byte buckets. Slots are
+/// Layout. Entries live in slots of contiguous arrays (`entries`; `hashes` where
+/// `storesHashes`; `costs` once any entry has a non-zero cost). `index` maps a key to its slot through 4-byte buckets. Slots are
 /// linked into the policy's lists by `links` (stored in the entry records); freed slots form a free list through
 /// `links.next` and are reused before the arrays grow. No class instance exists per entry, and
 /// a hit or a steady-state write allocates nothing.
