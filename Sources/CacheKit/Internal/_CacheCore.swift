@@ -454,7 +454,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         let s = Int(slot)
         let (entries, hashes, stored) = (self.entries, self.hashes, storesHashes)
         index.remove(at: index.bucket(ofSlot: slot, hash: storedHash(slot))) {
-            stored ? Int(truncatingIfNeeded: hashes[Int($0)]) : entries[Int($0)].key.hashValue
+            Self.hash(of: $0, entries: entries, hashes: stored ? hashes : nil)
         }
         policy.didRemove(slot, evicted: reason.isEviction, links: links)
         if let expiry { expiry.pointee.didRemove(slot) }
@@ -532,7 +532,20 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     @inline(__always)
     func storedHash(_ slot: Int32) -> Int {
-        storesHashes ? Int(truncatingIfNeeded: hashes[Int(slot)]) : entries[Int(slot)].key.hashValue
+        Self.hash(of: slot, entries: entries, hashes: storesHashes ? hashes : nil)
+    }
+
+    /// `storedHash` for callers that cannot borrow the core (a closure the index calls while
+    /// the core is being mutated): from `hashes` when given, else from the key.
+    @inlinable
+    @inline(__always)
+    static func hash(
+        of slot: Int32,
+        entries: UnsafeMutablePointer<_Entry<Key, Value>>,
+        hashes: UnsafeMutablePointer<UInt32>?
+    ) -> Int {
+        if let hashes { return Int(truncatingIfNeeded: hashes[Int(slot)]) }
+        return entries[Int(slot)].key.hashValue
     }
 
     /// Doubles the index and re-inserts every slot. Inlinable, so that it is specialized for
