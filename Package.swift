@@ -82,7 +82,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CacheKitSimulatorTests",
-            dependencies: ["CacheKitSimulator", "CacheKit"]
+            // `cachekit` is a dependency only so that SwiftPM builds it before the tests that run it.
+            dependencies: ["CacheKitSimulator", "CacheKit", "cachekit"]
         ),
         .testTarget(
             name: "CacheKitObservabilityTests",

@@ -196,10 +196,16 @@ struct LineParser {
             guard fields.count >= 2, let start = Self.integer(fields[0]), let count = Self.integer(fields[1]),
                 count >= 0
             else { throw malformed(line, number, expected: "'start count ...' with integers") }
-            keys.append(contentsOf: start..<(start + count))
+            guard count <= Self.maxBlocksPerRequest else {
+                throw malformed(line, number, expected: "a count of at most \(Self.maxBlocksPerRequest) blocks")
+            }
+            let (end, overflow) = start.addingReportingOverflow(count)
+            guard !overflow else { throw malformed(line, number, expected: "start + count within 64-bit integers") }
+            keys.append(contentsOf: start..<end)
         case .csv:
             let fields = line.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
             guard let column else {
+                if line.isEmpty { return }  // blank lines before the header
                 let names = fields.map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespaces) }
                 let wanted = keyColumn.map { [$0] } ?? ["obj_id", "key", "id", "lbn"]
                 guard let found = wanted.lazy.compactMap({ names.firstIndex(of: $0) }).first else {
@@ -216,12 +222,19 @@ struct LineParser {
             guard column < fields.count else {
                 throw malformed(line, number, expected: "at least \(column + 1) comma-separated fields")
             }
-            let field = fields[column]
+            var field = fields[column]
+            while let first = field.first, first == UInt8(ascii: " ") || first == 9 { field.removeFirst() }
+            while let last = field.last, last == UInt8(ascii: " ") || last == 9 { field.removeLast() }
+            guard !field.isEmpty else { throw malformed(line, number, expected: "a key in field \(column + 1)") }
             keys.append(Self.integer(field) ?? Self.hash(field))
         case .oracleGeneral:
             preconditionFailure("binary traces are not read by lines")
         }
     }
+
+    /// The most blocks one line of an ARC trace may name: 2^20, half a GiB of 512-byte blocks,
+    /// far above any real request, and a bound on what one line can make the reader allocate.
+    static let maxBlocksPerRequest = 1 << 20
 
     private func malformed(_ line: ArraySlice<UInt8>, _ number: Int, expected: String) -> TraceError {
         .malformedLine(

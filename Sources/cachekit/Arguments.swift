@@ -49,10 +49,11 @@ struct Arguments {
     func string(_ name: String) -> String? { values[name] }
 
     /// The positive integer given for `name` (underscores allowed: `1_000_000`), or `defaultValue`.
-    func int(_ name: String, default defaultValue: Int, minimum: Int = 1) throws -> Int {
+    func int(_ name: String, default defaultValue: Int, minimum: Int = 1, maximum: Int = .max) throws -> Int {
         guard let text = values[name] else { return defaultValue }
-        guard let value = Int(text.replacingOccurrences(of: "_", with: "")), value >= minimum else {
-            throw Failure(description: "--\(name) must be a whole number >= \(minimum) (got '\(text)')")
+        guard let value = Int(text.replacingOccurrences(of: "_", with: "")), value >= minimum, value <= maximum else {
+            let range = maximum == .max ? ">= \(minimum)" : "from \(minimum) to \(maximum)"
+            throw Failure(description: "--\(name) must be a whole number \(range) (got '\(text)')")
         }
         return value
     }

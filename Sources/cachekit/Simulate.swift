@@ -30,7 +30,7 @@ enum Simulate {
                                 (--sizes 1%,10%); default 1%,5%,10%
           --json                print a JSON array (policy, size, requests, hits, misses, hitRatio, ...)
           --plot FILE.svg       also write the miss-ratio curve of every policy as SVG
-          --rounds N            replay each policy and size N times and report the fastest
+          --rounds N            replay each policy and size N times (at most 1000) and report the fastest
                                 round's speed (hits are the same every round); default 1
         """
 
@@ -57,7 +57,7 @@ enum Simulate {
         let unique = trace.uniqueKeyCount
         let sizes = try parseSizes(args, unique: unique)
         let (policies, wantsOPT) = try parsePolicies(args)
-        let rounds = try args.int("rounds", default: 1)
+        let rounds = try args.int("rounds", default: 1, maximum: 1000)
         Bench.warnIfDebug()
 
         var results: [SimulationResult] = []
@@ -91,8 +91,17 @@ enum Simulate {
         }
     }
 
+    /// Flags that shape the built-in workload, and those that describe a trace file: each kind
+    /// is refused where it would do nothing.
+    static let workloadFlags = ["workload", "keys", "requests", "skew", "seed"]
+    static let traceFlags = ["format", "key-column"]
+
     static func loadTrace(path: String?, _ args: Arguments) throws -> Trace {
+        let given = { (names: [String]) in names.filter { args.string($0) != nil }.map { "--" + $0 } }
         if let path {
+            if let flag = given(workloadFlags).first {
+                throw Arguments.Failure(description: "\(flag) applies to the built-in workload, not to a trace file")
+            }
             var format: TraceFormat?
             if let name = args.string("format") {
                 guard let f = TraceFormat(rawValue: name) else {
@@ -103,7 +112,15 @@ enum Simulate {
                 }
                 format = f
             }
+            if args.string("key-column") != nil,
+                (format ?? TraceFormat(pathExtension: (path as NSString).pathExtension)) != .csv
+            {
+                throw Arguments.Failure(description: "--key-column applies to CSV traces only")
+            }
             return try Trace.read(path: path, format: format, keyColumn: args.string("key-column"))
+        }
+        if let flag = given(traceFlags).first {
+            throw Arguments.Failure(description: "\(flag) applies to a trace file; none was given")
         }
         let keys = try args.int("keys", default: 100_000)
         let requests = try args.int("requests", default: 1_000_000)

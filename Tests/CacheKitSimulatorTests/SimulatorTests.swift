@@ -108,6 +108,11 @@ struct TraceFileTests {
         let csv = try Trace.read(path: write("t,lbn\n1,7\n2,8\n", "b.csv"), keyColumn: "lbn")
         #expect(csv.keys == [7, 8])
         #expect(try Trace.read(path: write("9\n8", "c.data"), format: .lines).keys == [9, 8])
+        // CSV key fields are trimmed ("42" and " 42" are one key); blank lines before the header
+        // are skipped.
+        let spaced = try Trace.read(path: write("\n\na, obj_id\n1, 42\n2,42\t\n3,\tabc \n4,abc\n", "s.csv"))
+        #expect(spaced.keys.count == 4 && spaced.keys[0] == 42 && spaced.keys[1] == 42)
+        #expect(spaced.keys[2] == spaced.keys[3])
     }
 
     @Test("bad input names the file and line")
@@ -126,6 +131,34 @@ struct TraceFileTests {
             )
         ) {
             try Trace.read(path: badArc)
+        }
+        // start + count past Int.max, and a count no real request has, are malformed lines,
+        // not a crash or a giant allocation.
+        let overflowing = try write("1 1 0 0\n9223372036854775807 2 0 0\n", "o.lis")
+        #expect(
+            throws: TraceError.malformedLine(
+                path: overflowing,
+                line: 2,
+                text: "9223372036854775807 2 0 0",
+                expected: "start + count within 64-bit integers"
+            )
+        ) {
+            try Trace.read(path: overflowing)
+        }
+        let huge = try write("0 100000000000 0 0\n", "h.lis")
+        #expect(
+            throws: TraceError.malformedLine(
+                path: huge,
+                line: 1,
+                text: "0 100000000000 0 0",
+                expected: "a count of at most 1048576 blocks"
+            )
+        ) {
+            try Trace.read(path: huge)
+        }
+        let emptyKey = try write("t,obj_id\n1,5\n2, \n", "k.csv")
+        #expect(throws: TraceError.malformedLine(path: emptyKey, line: 3, text: "2,", expected: "a key in field 2")) {
+            try Trace.read(path: emptyKey)
         }
         let unknown = try write("1\n", "x.weird")
         #expect(throws: TraceError.unknownFormat(path: unknown)) { try Trace.read(path: unknown) }
@@ -214,5 +247,66 @@ struct ReferenceTraceTests {
         let keys = try Trace.read(path: SharedTraces.path("OLTP.lis")).keys
         #expect(Simulator.replay(keys, policy: .lru, size: 1000).misses == 614_023)
         #expect(Simulator.replay(keys, policy: .sieve, size: 2000).misses == 537_648)
+    }
+}
+
+/// The `cachekit` tool's argument checks, run as a user runs it.
+@Suite("cachekit's arguments")
+struct CommandLineTests {
+    /// `cachekit`, built next to the test bundle (the test target depends on it).
+    static let tool: URL? = {
+        var candidates: [URL] = []
+        if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
+        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        return candidates.map { $0.appendingPathComponent("cachekit") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    /// Runs `cachekit` with `arguments`; its exit status and standard error.
+    func run(_ arguments: [String]) throws -> (status: Int32, errors: String) {
+        let process = Process()
+        process.executableURL = try #require(Self.tool)
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
+    @Test(
+        "a flag that would do nothing is refused, naming it",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first"),
+        arguments: [
+            (["--keys", "5"], "--keys applies to the built-in workload, not to a trace file"),
+            (["--seed", "1"], "--seed applies to the built-in workload, not to a trace file"),
+            (["--key-column", "id"], "--key-column applies to CSV traces only"),
+            (["--rounds", "1001"], "--rounds must be a whole number from 1 to 1000 (got '1001')"),
+        ]
+    )
+    func inapplicableFlags(flags: [String], message: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let trace = directory.appendingPathComponent("t.trace")
+        try "1\n2\n1\n".write(to: trace, atomically: true, encoding: .utf8)
+        let valid = try run(["simulate", trace.path, "--sizes", "1"])
+        #expect(valid.status == 0, "\(valid.errors)")
+        let refused = try run(["simulate", trace.path, "--sizes", "1"] + flags)
+        #expect(refused.status != 0)
+        #expect(refused.errors.contains(message), "\(refused.errors)")
+    }
+
+    @Test(
+        "trace flags without a trace are refused",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func traceFlagsWithoutTrace() throws {
+        let refused = try run(["simulate", "--requests", "100", "--keys", "10", "--format", "csv"])
+        #expect(refused.status != 0)
+        #expect(refused.errors.contains("--format applies to a trace file; none was given"), "\(refused.errors)")
     }
 }

@@ -79,5 +79,11 @@ struct LimitsTests {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = MemoryPressureAction.trim(toFraction: 1.5)
         }.map { #expect(String(decoding: $0.standardErrorContent, as: UTF8.self).contains("fraction")) }
+        // Costs whose sum passes Int.max stop with a message, not an anonymous overflow trap.
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let cache = Cache<Int, Int>()
+            cache.setValue(1, forKey: 1, cost: .max - 1)
+            cache.setValue(2, forKey: 2, cost: 2)
+        }.map { #expect(String(decoding: $0.standardErrorContent, as: UTF8.self).contains("total cost")) }
     }
 }

@@ -203,9 +203,15 @@ struct MemoryPressureTests {
         try root.write(events, FakeRoot.events(high: 10, max: 1, oomKill: 3))
         #expect(try source.currentLevel() == .critical)
         #expect(try source.currentLevel() == .normal)
-        // A counter that goes down (the cgroup was recreated) is a new baseline, not an event.
+        // A counter that goes down was reset (the cgroup was recreated): what it counts now
+        // happened since the last reading.
         try root.write(events, FakeRoot.events())
-        #expect(try source.currentLevel() == .normal)
+        #expect(try source.currentLevel() == .normal)  // reset to zero: nothing new
+        try root.write(events, FakeRoot.events(high: 4))
+        #expect(try source.readings().newHighEvents == 4)
+        try root.write(events, FakeRoot.events(high: 1, oomKill: 1))  // reset again, then 1 and 1
+        let afterReset = try source.readings()
+        #expect(afterReset.newHighEvents == 1 && afterReset.newLimitEvents == 1)
     }
 
     @Test(
@@ -442,6 +448,24 @@ struct MemoryPressureTests {
         source.level = .critical
         try monitor.check()
         #expect(cache.count == 10)
+    }
+
+    @Test("a subscription cancelled by an earlier handler of the same reading is not called")
+    func cancelledDuringDelivery() throws {
+        let source = FakeSource()
+        let monitor = MemoryPressureMonitor(source: source, clock: ManualClock())
+        let calls = Locked<[String]>([])
+        let later = Locked<MemoryPressureSubscription?>(nil)
+        let first = monitor.subscribe { _ in
+            calls.mutate { $0.append("first") }
+            later.value?.cancel()
+        }
+        later.mutate { $0 = monitor.subscribe { _ in calls.mutate { $0.append("second") } } }
+        source.level = .warning
+        try monitor.check()
+        #expect(calls.value == ["first"])
+        #expect(later.value?.isCancelled == true && monitor.subscriberCount == 1)
+        first.cancel()
     }
 
     @Test("the subscription holds the cache weakly and ends with it")

@@ -245,6 +245,89 @@ struct PersistenceTests {
         #expect(field == "[0].value")
     }
 
+    @Test(
+        "costs no cache accepts give a typed error naming the entry, and the file is kept",
+        arguments: [
+            (#"[{"key":"a","value":1,"cost":0},{"key":"b","value":2,"cost":-1}]"#, "[1].cost"),
+            (#"[{"key":"a","value":1,"cost":9223372036854775807},{"key":"b","value":2,"cost":1}]"#, "[1].cost"),
+        ]
+    )
+    func impossibleCosts(payload: String, field: String) throws {
+        // A valid header and checksum around it: a hand-edited file, or another writer's.
+        let directory = try Directory()
+        let url = directory.file()
+        let bytes = _CacheFile.wrap(Data(payload.utf8), identifier: "json")
+        try Data(bytes).write(to: url)
+        let cache = Cache<String, Int>(countLimit: 10, policy: .lru)
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        let failure = #expect(throws: CachePersistenceError.self) { try persistence.load() }
+        guard case .undecodable(let path, let where_, _) = try #require(failure) else {
+            Issue.record("expected .undecodable, got \(String(describing: failure))")
+            return
+        }
+        #expect(path == url.path && where_ == field)
+        #expect(cache.count == 0)  // nothing restored, not even the valid first entry
+        #expect(throws: CachePersistenceError.saveRefused(path: url.path, because: failure!)) { try persistence.save() }
+        #expect(try [UInt8](Data(contentsOf: url)) == bytes)
+    }
+
+    @Test("a file this persistence never loaded is not replaced until it loads or is allowed to")
+    func notLoaded() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        try CachePersistence(cache: makeFilledCache(), fileURL: url).save()  // no file yet: allowed
+        let before = try Data(contentsOf: url)
+
+        let cache = Cache<String, Int>()
+        cache["fresh"] = 1
+        let early = CachePersistence(cache: cache, fileURL: url)
+        let refusal = CachePersistenceError.saveRefused(path: url.path, because: .notLoaded(path: url.path))
+        #expect(throws: refusal) { try early.save() }
+        #expect(throws: refusal) { try early.close() }
+        #expect(refusal.description.contains("call load() first"))
+        #expect(try Data(contentsOf: url) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
+
+        // After a load, saves go through.
+        #expect(try early.load() == 4)
+        try early.save()
+        #expect(try load(url)["fresh"] == 1)
+
+        // Or when told to start afresh.
+        let other = Cache<String, Int>()
+        other["only"] = 2
+        let reset = CachePersistence(cache: other, fileURL: url)
+        #expect(throws: refusal) { try reset.save() }
+        reset.allowOverwritingUnreadableFile()
+        try reset.save()
+        #expect(try load(url) == ["only": 2])
+    }
+
+    @Test("temporary files: an earlier process's with this pid are removed; two persistences never collide")
+    func temporaryFiles() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let pid = getpid()
+        // Left by a killed process that had this pid (pid 1 in every container), in this
+        // version's naming and the one before; and one of this process, maybe in flight.
+        let stale = [".cache.bin.\(pid)-0123abcd-1.tmp", ".cache.bin.\(pid)-1.tmp"]
+        let ours = ".cache.bin.\(pid)-\(_CacheFile.processToken)-999.tmp"
+        for name in stale + [ours] { try Data("x".utf8).write(to: directory.file(name)) }
+        let first = CachePersistence(cache: makeFilledCache(), fileURL: url)
+        #expect(try first.load() == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == [ours])
+        try FileManager.default.removeItem(at: directory.file(ours))
+
+        // Two persistences of one file in one process number their temporary files apart.
+        let second = CachePersistence(cache: makeFilledCache(), fileURL: url)
+        #expect(try second.load() == 0)
+        for _ in 0..<3 {
+            try first.save()
+            try second.save()
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
+    }
+
     @Test("a serializer that fails to encode leaves the previous file in place")
     func unencodable() throws {
         struct Refusal: Error {}

@@ -486,7 +486,9 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             c.initialize(repeating: 0, count: slotCapacity)
             costs = c
         }
-        totalCost += cost - costs.unsafelyUnwrapped[s]
+        let (total, overflow) = totalCost.addingReportingOverflow(cost - costs.unsafelyUnwrapped[s])
+        precondition(!overflow, "the total cost would exceed Int.max (adding an entry of cost \(cost))")
+        totalCost = total
         costs.unsafelyUnwrapped[s] = cost
     }
 

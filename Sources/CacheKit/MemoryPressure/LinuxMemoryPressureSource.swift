@@ -62,20 +62,25 @@ public final class LinuxMemoryPressureSource: MemoryPressureSource {
             readings.usedBytes = usage.used
             readings.limitBytes = usage.limit
             readAny = readAny || usage.readAny
-            if let events = cgroup.events, let text = _TextFile.contents(of: events) {
-                readAny = true
-                let counts = try Self.parseKeyValues(text, file: events)
-                let new = previousEvents.withLock { previous -> [String: UInt64] in
+            if let events = cgroup.events,
+                let new = try previousEvents.withLock({ previous -> [String: UInt64]? in
+                    // Read under the lock, so that overlapping readings (the monitor's poller and
+                    // a `check()`) compare counts in the order they were read.
+                    guard let text = _TextFile.contents(of: events) else { return nil }
+                    let counts = try Self.parseKeyValues(text, file: events)
                     defer { previous = counts }
-                    // The first reading is the baseline; a counter that went down was reset.
+                    // The first reading is the baseline. A counter that went down was reset (the
+                    // cgroup was recreated): all it counts happened since the last reading.
                     guard let previous else { return [:] }
                     var new: [String: UInt64] = [:]
                     for (key, value) in counts {
                         let old = previous[key, default: 0]
-                        new[key] = value >= old ? value - old : 0
+                        new[key] = value >= old ? value - old : value
                     }
                     return new
-                }
+                })
+            {
+                readAny = true
                 readings.newHighEvents = new["high", default: 0]
                 readings.newLimitEvents = ["max", "oom", "oom_kill", "oom_group_kill"].reduce(0) {
                     $0 + new[$1, default: 0]

@@ -19,7 +19,8 @@
 /// it rises to `.critical`. A level that stays where it is calls nobody again, and a fall calls
 /// nobody: ``levels`` reports every change, falls to `.normal` included. Subscribers are called
 /// in the order they subscribed, on the task that took the reading, with no lock held, so they
-/// may call back into the monitor.
+/// may call back into the monitor. A subscription cancelled before its turn (by an earlier
+/// handler, say) is skipped; one whose handler is already running finishes that call.
 ///
 /// A reading that fails (a file became unreadable or malformed) leaves the level as it was and
 /// is kept in ``lastError``.
@@ -128,7 +129,12 @@ public final class MemoryPressureMonitor: Sendable {
             guard new > old else { return (new, []) }
             return (new, state.subscribers.filter { $0.threshold <= new })
         }
-        for subscriber in due { subscriber.handler(level) }
+        for subscriber in due {
+            // Cancelled since the list was taken (by an earlier handler, or another thread):
+            // `cancel()` promises it is never called again.
+            guard state.withLock({ $0.subscribers.contains { $0.id == subscriber.id } }) else { continue }
+            subscriber.handler(level)
+        }
         return try reading.get()
     }
 

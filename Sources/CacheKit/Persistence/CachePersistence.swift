@@ -27,7 +27,11 @@ import Foundation
 /// misread. After such a failed load the file is left as it is, the cache keeps working, and
 /// every save (manual, autosave or ``close()``) is refused with
 /// ``CachePersistenceError/saveRefused(path:because:)`` until you call
-/// ``allowOverwritingUnreadableFile()`` or a later ``load()`` succeeds.
+/// ``allowOverwritingUnreadableFile()`` or a later ``load()`` succeeds. Saves are refused in the
+/// same way while the file exists and this object has neither loaded nor saved it
+/// (``CachePersistenceError/notLoaded(path:)``): a save before ``load()``, by an autosave started
+/// too early or a ``close()`` without a load, would otherwise replace the entries of the last
+/// run with whatever the cache holds. Call ``allowOverwritingUnreadableFile()`` to start afresh.
 ///
 /// ## Threads
 /// All methods may be called from any thread. Concurrent saves each write a complete file; one
@@ -48,9 +52,18 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
         var unreadable: CachePersistenceError?
         var autosave: Task<Void, Never>?
         var onError: (@Sendable (CachePersistenceError) -> Void)?
+        /// Whether saves may replace an existing file: this object loaded it (or found none),
+        /// saved it, or was allowed to overwrite it.
+        var mayReplace = false
         /// The number the next save gets, and the number of the save whose file is in place.
         var nextSave: UInt64 = 1
         var savedInPlace: UInt64 = 0
+
+        /// After a load that read the file or found none, or when told to: saves may replace it.
+        mutating func allowReplacing() {
+            unreadable = nil
+            mayReplace = true
+        }
     }
 
     private let state = _Locked(State())
@@ -125,16 +138,17 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
         let entries: [PersistedEntry<C.Key, C.Value>]
         do throws(CachePersistenceError) {
             guard let bytes = try _CacheFile.read(path: path) else {
-                state.withLock { $0.unreadable = nil }
+                state.withLock { $0.allowReplacing() }
                 return 0
             }
             let payload = try _CacheFile.unwrap(bytes, path: path, identifier: serializer.identifier)
             entries = try decode(payload)
+            try Self.checkCosts(of: entries, path: path)
         } catch {
             state.withLock { $0.unreadable = error }
             throw error
         }
-        state.withLock { $0.unreadable = nil }
+        state.withLock { $0.allowReplacing() }
         cache.restore(entries)
         return entries.count
     }
@@ -150,6 +164,30 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
         }
     }
 
+    /// Rejects what no cache accepts: a negative cost, or costs whose sum overflows `Int` (a
+    /// hand-edited file, or one from a custom serializer, can hold them even with a valid
+    /// checksum).
+    private static func checkCosts(
+        of entries: [PersistedEntry<C.Key, C.Value>],
+        path: String
+    ) throws(CachePersistenceError) {
+        var total = 0
+        for (i, entry) in entries.enumerated() {
+            guard entry.cost >= 0 else {
+                throw .undecodable(
+                    path: path,
+                    field: "[\(i)].cost",
+                    reason: "a cost must not be negative (got \(entry.cost))"
+                )
+            }
+            let (sum, overflow) = total.addingReportingOverflow(entry.cost)
+            guard !overflow else {
+                throw .undecodable(path: path, field: "[\(i)].cost", reason: "the costs add up to more than Int.max")
+            }
+            total = sum
+        }
+    }
+
     private static func describe(_ error: DecodingError) -> (field: String, reason: String) {
         let context: DecodingError.Context
         switch error {
@@ -162,15 +200,17 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
         return (field, context.debugDescription)
     }
 
-    /// Lets the next save replace a file that the last ``load()`` could not read. The file stays
-    /// as it is until then; call this once you have kept or given up what it held.
+    /// Lets the next save replace a file that the last ``load()`` could not read, or that this
+    /// object never loaded. The file stays as it is until then; call this once you have kept or
+    /// given up what it held.
     public func allowOverwritingUnreadableFile() {
-        state.withLock { $0.unreadable = nil }
+        state.withLock { $0.allowReplacing() }
     }
 
     /// Writes the cache's live entries to the file, atomically, with ``filePermissions``.
     ///
-    /// - Throws: ``CachePersistenceError/saveRefused(path:because:)`` after a failed ``load()``;
+    /// - Throws: ``CachePersistenceError/saveRefused(path:because:)`` after a failed ``load()``,
+    ///   or while the file exists and this object has neither loaded nor saved it;
     ///   ``CachePersistenceError/unencodable(path:reason:)`` or
     ///   ``CachePersistenceError/ioFailure(path:operation:errno:)`` otherwise. A failed save
     ///   leaves the previous file in place.
@@ -188,11 +228,16 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
             throw .unencodable(path: path, reason: "\(error)")
         }
         let bytes = _CacheFile.wrap(payload, identifier: serializer.identifier)
-        let temporary = try _CacheFile.writeTemporary(bytes, beside: path, tag: number, permissions: filePermissions)
+        let temporary = try _CacheFile.writeTemporary(bytes, beside: path, permissions: filePermissions)
         // The rename happens under the lock, so that a load failing meanwhile, or a newer save
         // finishing first, is seen.
         let result = state.withLock { state -> Result<Bool, CachePersistenceError> in
             if let reason = state.unreadable { return .failure(.saveRefused(path: path, because: reason)) }
+            // Checked here, under the lock that every rename takes, so that a concurrent save of
+            // this object that created the file meanwhile counts as this object's own.
+            if !state.mayReplace && _CacheFile.exists(path) {
+                return .failure(.saveRefused(path: path, because: .notLoaded(path: path)))
+            }
             guard number > state.savedInPlace else { return .success(false) }
             do throws(CachePersistenceError) {
                 try _CacheFile.replace(path, with: temporary)
@@ -200,6 +245,7 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
                 return .failure(error)
             }
             state.savedInPlace = number
+            state.mayReplace = true
             return .success(true)
         }
         switch result {

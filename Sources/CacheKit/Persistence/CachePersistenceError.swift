@@ -5,7 +5,8 @@ import Foundation
 /// Every case names the file, and its ``description`` says what went wrong and where. A missing
 /// file is not an error: it loads as an empty cache. A load that fails leaves the file untouched,
 /// and ``CachePersistence`` then refuses to save over it (``saveRefused(path:because:)``) until
-/// you call ``CachePersistence/allowOverwritingUnreadableFile()``.
+/// you call ``CachePersistence/allowOverwritingUnreadableFile()``; so it does over a file it
+/// never loaded.
 public enum CachePersistenceError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file does not start with CacheKit's magic bytes: it is not a cache file.
     case foreignFile(path: String)
@@ -28,9 +29,13 @@ public enum CachePersistenceError: Error, Sendable, Equatable, CustomStringConve
     case unencodable(path: String, reason: String)
     /// A system call failed (`operation` names it; `errno` is the C error number).
     case ioFailure(path: String, operation: String, errno: Int32)
-    /// A save was refused because the last load of this file failed with `reason`: saving would
-    /// destroy a file that might still be recovered. Call
-    /// ``CachePersistence/allowOverwritingUnreadableFile()`` to save anyway.
+    /// The file exists, and the ``CachePersistence`` that would save over it has neither loaded
+    /// nor saved it (the reason a save is refused, in ``saveRefused(path:because:)``).
+    case notLoaded(path: String)
+    /// A save was refused because the last load of this file failed with `reason`, or because
+    /// the file was never loaded (`reason` is ``notLoaded(path:)``): saving would destroy a file
+    /// that might still be recovered. Call ``CachePersistence/allowOverwritingUnreadableFile()``
+    /// to save anyway.
     indirect case saveRefused(path: String, because: CachePersistenceError)
 
     /// The file the error is about.
@@ -39,7 +44,7 @@ public enum CachePersistenceError: Error, Sendable, Equatable, CustomStringConve
         case .foreignFile(let path), .newerVersion(let path, _, _), .truncated(let path, _, _),
             .corrupted(let path, _, _), .checksumMismatch(let path, _, _), .serializerMismatch(let path, _, _),
             .undecodable(let path, _, _), .unencodable(let path, _), .ioFailure(let path, _, _),
-            .saveRefused(let path, _):
+            .notLoaded(let path), .saveRefused(let path, _):
             return path
         }
     }
@@ -65,6 +70,11 @@ public enum CachePersistenceError: Error, Sendable, Equatable, CustomStringConve
             return "\(path): the entries could not be encoded: \(reason)"
         case .ioFailure(let path, let operation, let errno):
             return "\(path): \(operation) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+        case .notLoaded(let path):
+            return "\(path): the file exists and was never loaded by this persistence"
+        case .saveRefused(let path, .notLoaded):
+            return "\(path): save refused: the file exists and was never loaded; call load() first, "
+                + "or allowOverwritingUnreadableFile() to replace it"
         case .saveRefused(let path, let reason):
             return "\(path): save refused: the last load failed (\(reason)); "
                 + "call allowOverwritingUnreadableFile() to replace the file"

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -124,10 +125,9 @@ enum _CacheFile {
     static func writeTemporary(
         _ bytes: [UInt8],
         beside path: String,
-        tag: UInt64,
         permissions: Int
     ) throws(CachePersistenceError) -> String {
-        let temporary = temporaryPath(beside: path, tag: tag)
+        let temporary = temporaryPath(beside: path)
         let mode = mode_t(permissions)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw .ioFailure(path: temporary, operation: "open", errno: errno) }
@@ -174,30 +174,49 @@ enum _CacheFile {
 
     static func remove(_ path: String) { unlink(path) }
 
-    /// The name of a save's temporary file: hidden, beside the file, tagged with the process and
-    /// the save's number.
-    static func temporaryPath(beside path: String, tag: UInt64) -> String {
+    /// Whether something exists at `path`.
+    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    /// This process's mark in temporary names, random per process: a process that got the pid
+    /// of one killed while saving (in a container, every first process is pid 1) can tell that
+    /// process's leftovers from its own saves in flight.
+    static let processToken = String(UInt64.random(in: 1...UInt64.max), radix: 16)
+
+    /// Numbers this process's temporary files, across all its `CachePersistence` objects (two
+    /// may save beside the same file).
+    static let temporaryCounter = Atomic<UInt64>(0)
+
+    /// A new temporary file's name beside `path`: hidden, tagged with the process and a number
+    /// no other save of this process uses, `.<name>.<pid>-<process token>-<number>.tmp`.
+    static func temporaryPath(beside path: String) -> String {
         let url = URL(fileURLWithPath: path)
+        let number = temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue
         return url.deletingLastPathComponent().appendingPathComponent(
-            ".\(url.lastPathComponent).\(getpid())-\(tag).tmp"
+            ".\(url.lastPathComponent).\(getpid())-\(processToken)-\(number).tmp"
         )
         .path
     }
 
     /// Removes the temporary files beside `path` that processes which no longer run left behind
-    /// (killed while saving). Those of running processes, this one included, may be saves in
-    /// flight and stay.
+    /// (killed while saving), including those of an earlier process that had this process's
+    /// pid. Those of running processes, this one included, may be saves in flight and stay.
+    /// (Names of CacheKit before the process token, `<pid>-<number>`, are read too.)
     static func removeStaleTemporaries(beside path: String) {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent()
         let prefix = ".\(url.lastPathComponent)."
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
-            let tag = name.dropFirst(prefix.count).dropLast(4)  // "<pid>-<save number>"
-            guard let dash = tag.firstIndex(of: "-"), let pid = pid_t(tag[..<dash]), pid > 0,
-                UInt64(tag[tag.index(after: dash)...]) != nil, pid != getpid()
+            let parts = name.dropFirst(prefix.count).dropLast(4).split(separator: "-", omittingEmptySubsequences: false)
+            guard (2...3).contains(parts.count), let pid = pid_t(parts[0]), pid > 0, UInt64(parts.last!) != nil
             else { continue }
-            if kill(pid, 0) != 0 && errno == ESRCH { unlink(directory.appendingPathComponent(name).path) }
+            let stale: Bool
+            if pid == getpid() {
+                stale = parts.count == 2 || parts[1] != processToken  // an earlier process's
+            } else {
+                stale = kill(pid, 0) != 0 && errno == ESRCH
+            }
+            if stale { unlink(directory.appendingPathComponent(name).path) }
         }
     }
 }
