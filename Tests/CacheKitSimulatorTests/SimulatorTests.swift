@@ -266,7 +266,7 @@ struct CommandLineTests {
     /// Runs `cachekit` with `arguments`; its exit status and standard error.
     func run(_ arguments: [String]) throws -> (status: Int32, errors: String) {
         let process = Process()
-        process.executableURL = try #require(Self.tool)
+        process.executableURL = Self.tool  // the tests that call this run only when it was found
         process.arguments = arguments
         let errors = Pipe()
         process.standardOutput = FileHandle.nullDevice

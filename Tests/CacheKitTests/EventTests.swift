@@ -159,6 +159,36 @@ struct EventTests {
         cache._checkInvariants()
     }
 
+    @Test("an approval given before removeAll never evicts the entry that took its slot since")
+    func approvalAcrossRemoveAll() {
+        let cache = Cache<String, Int>(countLimit: 1, policy: .fifo)
+        let log = RemovalLog<String, Int>()
+        cache.removalHandler = log.append
+        let refused = Locked<[String]>([])
+        let first = Locked(true)
+        cache.evictionVeto = { [unowned cache] key, _, _ in
+            if key == "A"
+                && first.mutate({ flag in
+                    defer { flag = false }
+                    return flag
+                })
+            {
+                cache.removeAll()
+                cache["C"] = 3  // slot 0 of fresh storage, generation 1: what "A" had
+                cache["D"] = 4  // over the limit: the veto is asked about "C", and refuses
+                return true  // approves "A", which is gone
+            }
+            refused.mutate { $0.append(key) }
+            return false
+        }
+        cache["A"] = 1
+        cache["B"] = 2  // over the limit: the veto is asked about "A"
+        #expect(refused.value.contains("C"))
+        #expect(log.all.filter { $0.reason == .evictedForCount }.isEmpty)
+        #expect(cache["C"] == 3 && cache["D"] == 4)  // every candidate vetoed: over the limit
+        cache._checkInvariants()
+    }
+
     @Test("memory pressure trims to a fraction in eviction order", arguments: allConfigurations)
     func memoryPressureTrim(kind: CacheKind, policy: EvictionPolicy) {
         let cache = kind.make(Int.self, Int.self, policy: policy)

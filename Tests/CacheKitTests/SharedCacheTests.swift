@@ -561,6 +561,79 @@ struct SharedCacheTests {
         #expect(cache.count == 2)
     }
 
+    @Test("a purge decided before removeAll leaves an entry written after it, in the same slot")
+    func purgeAfterRemoveAll() {
+        // The decider empties the cache and writes key 1 again: the fresh storage puts it in
+        // slot 0 with the generation the old entry had, so only the storage's epoch tells the
+        // two apart.
+        let cache = SharedCache<Int, Int>(evictionDecider: { key, value, context in
+            if key == 1 && value == 1, let cache = context as? SharedCache<Int, Int> {
+                cache.removeAll()
+                cache.setValue(100, forKey: 1)
+            }
+            return true
+        })
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache[1] = 1
+        cache.flush()
+        #expect(cache.purgeEvictableItems(context: cache) == 1)
+        cache.flush()
+        #expect(cache.allItems() == [1: 100])
+    }
+
+    @Test("change batches arrive in the order they were taken, when a handler publishes inside a publish")
+    func publishOrder() async {
+        let cache = SharedCache<Int, Int>()
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache.notificationInterval = .seconds(3600)
+        var iterator = cache.changes.makeAsyncIterator()
+        cache[1] = 1
+        cache.publishChanges()
+        #expect(await iterator.next()?.updated == [1: 1])
+        let once = Locked(false)
+        let weak = _WeakBox(cache)
+        cache.removalHandler = { removal in
+            guard removal.reason == .replaced,
+                !once.mutate({ done in
+                    defer { done = true }
+                    return done
+                })
+            else {
+                return
+            }
+            // Runs after the publish below took its batch and before it delivered it: this
+            // second batch must come after the first.
+            let cache = weak.object
+            cache?.removeValue(forKey: 1)
+            cache?.publishChanges()
+        }
+        cache[1] = 2
+        cache.publishChanges()
+        let first = await iterator.next()
+        let second = await iterator.next()
+        #expect(first?.updated == [1: 2] && first?.removed == [])
+        #expect(second?.updated == [:] && second?.removed == [1])
+        cache.flush()
+        #expect(cache.allItems() == [:])
+    }
+
+    @Test("values(forKeys:) collects a lazy sequence before taking the lock")
+    func sequenceOutsideLock() {
+        let cache = SharedCache<Int, Int>()
+        cache[1] = 1
+        cache.flush()
+        let heldDuringIteration = Locked(false)
+        let keys = [1, 2].lazy.map { key -> Int in
+            let word = cache._lock.currentStripe.state.pointee.load(ordering: .relaxed)
+            if word & _StripedLock.readerMask != 0 { heldDuringIteration.mutate { $0 = true } }
+            // A sequence that reads the cache would deadlock under a pending writer otherwise.
+            _ = cache.count
+            return key
+        }
+        #expect(cache.values(forKeys: keys) == [1: 1])
+        #expect(!heldDuringIteration.value)
+    }
+
     @Test("the cache goes away with its background tasks, and its change sequences end")
     func lifetime() async {
         let clock = ManualClock()

@@ -1,5 +1,6 @@
 import CacheKit
 import Dispatch
+import Foundation
 import Synchronization
 import Testing
 
@@ -249,6 +250,73 @@ struct StressTests {
         listener.cancel()
     }
 
+    @Test(
+        "SharedCache: a reader on another thread that saw a write's call return reads that write or a later one",
+        arguments: [0, 1_000_000]
+    )
+    func sharedCacheCrossThreadReads(countLimit: Int) {
+        let cache = SharedCache<Int, Int>(countLimit: countLimit, policy: .lru)
+        let keyCount = 4_096
+        // For each key, the latest value whose write call has returned, published with a
+        // release store after the call; a reader loads it (acquire) before reading the cache.
+        let published = UnsafeMutablePointer<Atomic<Int>>.allocate(capacity: keyCount)
+        for i in 0..<keyCount { (published + i).initialize(to: Atomic(0)) }
+        defer { published.deallocate() }
+        let shared = Handoff(published)
+        let stale = Atomic<Int>(0)
+        let reads = Atomic<Int>(0)
+        let writersDone = Atomic<Int>(0)
+        let group = DispatchGroup()
+        // Threads, not `concurrentPerform`: readers spin until the writers finish, so all four
+        // must run at once even on two cores.
+        for thread in 0..<4 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                let published = shared.value
+                var rng = SeededGenerator(seed: UInt64(thread) + 77)
+                if thread < 2 {
+                    // Writer `thread` owns the keys of its parity, so its values per key only grow.
+                    for i in 1...20_000 {
+                        let key = Int.random(in: 0..<(keyCount / 2), using: &rng) * 2 + thread
+                        if i % 97 == 0 {
+                            let keys = (0..<8).map { (key + 2 * $0 * 131) % keyCount }
+                            cache.addEntries(from: Dictionary(uniqueKeysWithValues: keys.map { ($0, i) }))
+                            for k in keys { published[k].store(i, ordering: .releasing) }
+                        } else {
+                            cache[key] = i
+                            published[key].store(i, ordering: .releasing)
+                        }
+                    }
+                    writersDone.add(1, ordering: .releasing)
+                } else {
+                    while writersDone.load(ordering: .acquiring) < 2 {
+                        let key = Int.random(in: 0..<keyCount, using: &rng)
+                        if Int.random(in: 0..<50, using: &rng) == 0 {
+                            let keys = (0..<4).map { (key + $0 * 977) % keyCount }
+                            let before = keys.map { published[$0].load(ordering: .acquiring) }
+                            let got = cache.values(forKeys: keys)
+                            for (k, floor) in zip(keys, before) where (got[k] ?? 0) < floor {
+                                stale.add(1, ordering: .relaxed)
+                            }
+                        } else {
+                            let floor = published[key].load(ordering: .acquiring)
+                            let value =
+                                Bool.random(using: &rng) ? (cache[key] ?? 0) : (cache.peekValue(forKey: key) ?? 0)
+                            if value < floor { stale.add(1, ordering: .relaxed) }
+                        }
+                        reads.add(1, ordering: .relaxed)
+                    }
+                }
+            }.start()
+        }
+        group.wait()
+        cache.flush()
+        cache._checkInvariants()
+        #expect(reads.load(ordering: .relaxed) > 0)
+        #expect(stale.load(ordering: .relaxed) == 0, "stale reads: \(stale.load(ordering: .relaxed))")
+    }
+
     @Test("memoized functions sharing a cache: sync and async calls, switches and expireAll from many tasks")
     func memoizationStress() async throws {
         let shared = MemoCache(countLimit: 50, policy: .lru)
@@ -299,4 +367,10 @@ struct StressTests {
         let calls = 6 * 1_500 * 2 + uncachedCalls.value
         #expect(stats.map { $0.hitCount + $0.missCount + $0.bypassCount }.reduce(0, +) == calls)
     }
+}
+
+/// Hands a value to other threads where the test itself guarantees safe use.
+final class Handoff<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }

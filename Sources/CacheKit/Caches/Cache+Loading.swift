@@ -147,7 +147,7 @@ extension Cache where Key: Sendable, Value: Sendable {
                     let condition = _StoreCondition.ifLoadCurrent(
                         id: id,
                         refreshing: refreshSlot,
-                        generation: state.core.generations?[Int(refreshSlot)] ?? 0
+                        version: state.core.version(of: refreshSlot)
                     )
                     state.loads[key] = _InFlightLoad(
                         id: id,
@@ -177,7 +177,7 @@ extension Cache where Key: Sendable, Value: Sendable {
                         cost: cost,
                         admit: admit,
                         expiresAfter: expiresAfter,
-                        storing: .ifLoadCurrent(id: id, refreshing: -1, generation: 0),
+                        storing: .ifLoadCurrent(id: id, refreshing: -1, version: nil),
                         loader: loader
                     )
                 }

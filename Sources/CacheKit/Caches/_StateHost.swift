@@ -31,9 +31,9 @@ enum _StoreCondition {
     case ifAbsentAndCurrent(() -> Bool)
     /// Only when the load `id` is still the key's load (no write, removal or `expireAll`
     /// detached it); it is retired in the same critical section. A refresh (`refreshing` is the
-    /// slot it reloads, else -1) also needs that slot to still hold the key with `generation`: it
+    /// slot it reloads, else -1) also needs that slot to still hold the key at `version`: it
     /// never brings back an entry that expired, was evicted or was overwritten meanwhile.
-    case ifLoadCurrent(id: UInt64, refreshing: Int32, generation: UInt32)
+    case ifLoadCurrent(id: UInt64, refreshing: Int32, version: UInt64?)
 }
 
 extension _StateHost {
@@ -172,13 +172,13 @@ extension _StateHost {
             case .ifAbsentAndCurrent(let isCurrent):
                 guard isCurrent() else { return (.replaced, value, nil) }
                 if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
-            case .ifLoadCurrent(let id, let refreshing, let generation):
+            case .ifLoadCurrent(let id, let refreshing, let version):
                 // A load that was detached answers its waiters with what it loaded, storing nothing.
                 guard state.loads[key]?.id == id else { return (.replaced, value, nil) }
                 state.loads[key] = nil
                 if refreshing >= 0 {
                     let current = state.core.slot(of: key)
-                    guard current == refreshing, state.core.generations?[Int(current)] == generation else {
+                    guard current == refreshing, version != nil, state.core.version(of: current) == version else {
                         return (.replaced, current >= 0 ? state.core.entries[Int(current)].value : value, nil)
                     }
                 }
@@ -224,6 +224,9 @@ extension _StateHost {
 
     @inlinable
     func _removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key {
+        // Collected first: iterating the caller's sequence (a lazy one may run any code, this
+        // cache's methods included) must not happen under the lock.
+        let keys = Array(keys)
         _withSweptState(now: _timekeeper.now()) { state, removals in
             for key in keys {
                 state.detachLoad(forKey: key)
@@ -402,7 +405,7 @@ extension _StateHost {
         protecting protectedKey: Key?,
         target: (borrowing _Core<Key, Value>) -> _TrimTarget
     ) -> Bool {
-        var vetoed = Set<UInt64>()
+        var vetoed = Set<_SlotVersion>()
         while true {
             let (candidates, goal) = _withState { state in
                 let goal = target(state.core)

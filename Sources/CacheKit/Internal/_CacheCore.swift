@@ -32,6 +32,9 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// Per-slot version, bumped on every insert, replace and removal; kept only while an eviction
     /// veto is installed, to tell whether a proposed candidate changed while the veto was asked.
     @usableFromInline var generations: UnsafeMutablePointer<UInt32>?
+    /// How many times `takeAll` replaced the slot storage before this one: fresh storage
+    /// counts generations from 0 again, so a version (`version(of:)`) pairs the two.
+    @usableFromInline var epoch: UInt32
     @usableFromInline var links: _SlotLinks
     @usableFromInline var index: _HashIndex
     @usableFromInline var policy: _AnyPolicy
@@ -66,6 +69,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         self.links = _SlotLinks(entries, hashes: hashes)
         self.costs = nil
         self.generations = nil
+        self.epoch = 0
         self.index = _HashIndex(bucketCount: 8, slotCapacity: 0)
         self.policy = makePolicy(0)
         self.storesHashes = !_isPOD(Key.self) || policy.readsKeyHashes
@@ -373,7 +377,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     func candidates(
         for target: _TrimTarget,
         protecting: Int32,
-        skipping vetoed: Set<UInt64>
+        skipping vetoed: Set<_SlotVersion>
     ) -> [_Candidate<Key, Value>] {
         guard let generations else { preconditionFailure("candidates(for:) needs trackGenerations()") }
         var result: [_Candidate<Key, Value>] = []
@@ -386,7 +390,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             let s = Int(slot)
             let candidate = _Candidate(
                 slot: slot,
-                generation: generations[s],
+                version: UInt64(epoch) << 32 | UInt64(generations[s]),
                 key: entries[s].key,
                 value: entries[s].value,
                 reason: reason
@@ -413,7 +417,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         for candidate in approved {
             guard let reason = target.reasonToEvict(count: count, cost: totalCost) else { return }
             let s = Int(candidate.slot)
-            guard s < slotsUsed, generations[s] == candidate.generation else { continue }
+            guard s < slotsUsed, UInt64(epoch) << 32 | UInt64(generations[s]) == candidate.version else { continue }
             removals.append(removeSlot(candidate.slot, reason: reason))
         }
     }
@@ -442,6 +446,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             policy: makePolicy
         )
         if generations != nil { fresh.trackGenerations() }
+        fresh.epoch = epoch &+ 1
         fresh.stats = stats
         swap(&self, &fresh)
         return fresh
@@ -466,6 +471,16 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         links.setNext(slot, freeHead)  // the link outlives the entry: the free list runs through it
         freeHead = slot
         return CacheRemoval(key: entry.key, value: entry.value, reason: reason)
+    }
+
+    /// The version of the entry in `slot`: its generation in this storage's epoch, unique to
+    /// the entry as written (a write, a removal or `takeAll` changes it); `nil` without
+    /// generations (`trackGenerations()`). What a decision taken outside the lock (a veto, a
+    /// purge, a refresh) checks before acting on the slot.
+    @inlinable
+    func version(of slot: Int32) -> UInt64? {
+        guard let generations else { return nil }
+        return UInt64(epoch) << 32 | UInt64(generations[Int(slot)])
     }
 
     /// Marks a change of slot `s`. An insert and a removal add 1 and an update adds 2, so that a

@@ -37,16 +37,17 @@ struct _TrimTarget: Sendable {
 @usableFromInline
 struct _Candidate<Key, Value> {
     @usableFromInline var slot: Int32
-    /// The slot's generation when proposed; any write or removal in between changes it.
-    @usableFromInline var generation: UInt32
+    /// The slot's version when proposed (`_CacheCore.version(of:)`); any write or removal in
+    /// between changes it, and so does emptying the cache.
+    @usableFromInline var version: UInt64
     @usableFromInline var key: Key
     @usableFromInline var value: Value
     @usableFromInline var reason: RemovalReason
 
     @inlinable
-    init(slot: Int32, generation: UInt32, key: Key, value: Value, reason: RemovalReason) {
+    init(slot: Int32, version: UInt64, key: Key, value: Value, reason: RemovalReason) {
         self.slot = slot
-        self.generation = generation
+        self.version = version
         self.key = key
         self.value = value
         self.reason = reason
@@ -54,5 +55,18 @@ struct _Candidate<Key, Value> {
 
     /// Identifies this version of the entry: a replaced value is a new version.
     @inlinable
-    var identity: UInt64 { UInt64(UInt32(bitPattern: slot)) << 32 | UInt64(generation) }
+    var identity: _SlotVersion { _SlotVersion(slot: slot, version: version) }
+}
+
+/// One version of one slot's entry (see `_CacheCore.version(of:)`).
+@usableFromInline
+struct _SlotVersion: Hashable, Sendable {
+    @usableFromInline var slot: Int32
+    @usableFromInline var version: UInt64
+
+    @inlinable
+    init(slot: Int32, version: UInt64) {
+        self.slot = slot
+        self.version = version
+    }
 }

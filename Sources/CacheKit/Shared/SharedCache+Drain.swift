@@ -425,7 +425,7 @@ extension SharedCache {
             for target in targets {
                 let core = _state
                 guard core.pointee.core.slot(of: target.key) == target.slot,
-                    core.pointee.core.generations.unsafelyUnwrapped[Int(target.slot)] == target.generation
+                    core.pointee.core.version(of: target.slot) == target.version
                 else { continue }  // written or removed since the decider saw it
                 removed.append(core.pointee.core.removeSlot(target.slot, reason: .purged))
             }
@@ -465,6 +465,7 @@ extension SharedCache {
         let me = _StripedLock.currentThread
         var batch = outbox.withLock { $0.takeBatch(by: me, starting: true) }
         while let (handler, removals) = batch {
+            guard let handler else { return }  // the handler went: `removals` are released here, unlocked
             for removal in removals { handler(removal) }
             batch = outbox.withLock { $0.takeBatch(by: me, starting: false) }
         }
@@ -522,11 +523,13 @@ struct _Outbox<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The next removals to deliver and the handler, or `nil` (then the caller stops delivering).
     /// `starting`: the caller is not yet the deliverer and becomes it only if no one else is;
-    /// otherwise the previous batch has been delivered.
+    /// otherwise the previous batch has been delivered. A `nil` handler (it was removed while
+    /// removals waited) hands the caller the undeliverable removals to release after unlocking,
+    /// and ends the delivery.
     mutating func takeBatch(
         by thread: UInt,
         starting: Bool
-    ) -> ((@Sendable (CacheRemoval<Key, Value>) -> Void), [CacheRemoval<Key, Value>])? {
+    ) -> ((@Sendable (CacheRemoval<Key, Value>) -> Void)?, [CacheRemoval<Key, Value>])? {
         if starting {
             if deliverer != 0 { return nil }
         } else {
@@ -536,8 +539,9 @@ struct _Outbox<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard let handler, !queue.isEmpty else {
             deliverer = 0
             delivered += UInt64(queue.count)  // nobody listens any more: nothing to wait for
-            queue = []
-            return nil
+            if queue.isEmpty { return nil }
+            defer { queue = [] }
+            return (nil, queue)  // released by the caller: a value's deinit may call back
         }
         deliverer = thread
         inFlight = UInt64(queue.count)

@@ -15,8 +15,8 @@ extension SharedCache {
             state.core.forEachSlotInEvictionOrder { slot in
                 if !state.core._isExpired(slot, now: now) {
                     let entry = state.core.entries[Int(slot)]
-                    let generation = state.core.generations.unsafelyUnwrapped[Int(slot)]
-                    result.append((_PurgeTarget(key: entry.key, slot: slot, generation: generation), entry.value))
+                    let version = state.core.version(of: slot).unsafelyUnwrapped
+                    result.append((_PurgeTarget(key: entry.key, slot: slot, version: version), entry.value))
                 }
                 return true
             }

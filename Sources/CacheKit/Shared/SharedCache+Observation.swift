@@ -54,20 +54,52 @@ extension SharedCache {
 
     /// Delivers the changes logged since the last batch, if any. Runs every
     /// ``notificationInterval``; call it to deliver early.
+    ///
+    /// Batches reach subscribers and observers in the order they were taken from the log, even
+    /// when two threads publish at once or an observer (a notification's, or the removal
+    /// handler) publishes from inside a delivery: a batch is queued in the critical section
+    /// that takes it, and one thread at a time delivers the queue. A call that finds another
+    /// delivery under way leaves its batch to that one and returns.
     public func publishChanges() {
-        let batch = _exclusive { _, _ in changeLog?.take() }
-        guard let batch, !batch.updated.isEmpty || !batch.removed.isEmpty else { return }
-        for continuation in subscribers.withLock({ Array($0.continuations.values) }) { continuation.yield(batch) }
-        #if canImport(Foundation)
-        NotificationCenter.default.post(
-            name: .sharedCacheDidChange,
-            object: self,
-            userInfo: [
-                SharedCacheUserInfoKey.updatedItems: batch.updated,
-                SharedCacheUserInfoKey.removedKeys: batch.removed,
-            ]
-        )
-        #endif
+        let queued = _exclusive { _, _ -> Bool in
+            guard let batch = changeLog?.take(), !batch.updated.isEmpty || !batch.removed.isEmpty else { return false }
+            subscribers.withLock { $0.queue.append(batch) }
+            return true
+        }
+        if queued { deliverChanges() }
+    }
+
+    /// Delivers queued batches, in order, unless another thread is delivering them.
+    func deliverChanges() {
+        var starting = true
+        while true {
+            let next = subscribers.withLock {
+                state -> ([SharedCacheChanges<Key, Value>], [_Subscribers<Key, Value>.Continuation])? in
+                if starting && state.delivering { return nil }  // the deliverer takes ours too
+                guard !state.queue.isEmpty else {
+                    state.delivering = false
+                    return nil
+                }
+                state.delivering = true
+                defer { state.queue = [] }
+                return (state.queue, Array(state.continuations.values))
+            }
+            starting = false
+            guard let (batches, continuations) = next else { return }
+            for batch in batches {
+                for continuation in continuations { continuation.yield(batch) }
+                #if canImport(Foundation)
+                NotificationCenter.default.post(
+                    name: .sharedCacheDidChange,
+                    object: self,
+                    userInfo: [
+                        SharedCacheUserInfoKey.updatedItems: batch.updated,
+                        SharedCacheUserInfoKey.removedKeys: batch.removed,
+                    ]
+                )
+                #endif
+            }
+        }
     }
 }
 
@@ -90,10 +122,16 @@ public enum SharedCacheUserInfoKey {
     public static let removedKeys = "CacheKitRemovedKeys"
 }
 
-/// The subscribers of a cache's ``SharedCache/changes``.
+/// The subscribers of a cache's ``SharedCache/changes``, and the batches taken from the change
+/// log and not yet delivered.
 struct _Subscribers<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    var continuations: [UInt64: AsyncStream<SharedCacheChanges<Key, Value>>.Continuation] = [:]
+    typealias Continuation = AsyncStream<SharedCacheChanges<Key, Value>>.Continuation
+    var continuations: [UInt64: Continuation] = [:]
     var nextID: UInt64 = 0
+    /// Batches in the order they were taken (see `SharedCache.publishChanges()`).
+    var queue: [SharedCacheChanges<Key, Value>] = []
+    /// Whether a thread is delivering `queue`.
+    var delivering = false
 
     mutating func add(_ continuation: AsyncStream<SharedCacheChanges<Key, Value>>.Continuation) -> UInt64 {
         nextID += 1

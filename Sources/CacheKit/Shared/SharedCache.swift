@@ -249,7 +249,10 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     ///
     /// - Complexity: O(*k*) for *k* keys.
     public func values<S: Sequence>(forKeys keys: S) -> [Key: Value] where S.Element == Key {
-        _reading { state, now in
+        // Collected first: iterating the caller's sequence (a lazy one may run any code, this
+        // cache's methods included) must not happen under the lock.
+        let keys = Array(keys)
+        return _reading { state, now in
             var result: [Key: Value] = [:]
             for key in keys {
                 let slot = state.core.slot(of: key)
@@ -391,7 +394,14 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// Hears every removal, after the lock is released, in order. See "Events" above.
     public var removalHandler: (@Sendable (CacheRemoval<Key, Value>) -> Void)? {
         get { outbox.withLock { $0.handler } }
-        set { outbox.withLock { $0.handler = newValue } }
+        set {
+            // The old closure is released after the lock: its captures' deinits may call back.
+            let old = outbox.withLock { outbox in
+                defer { outbox.handler = newValue }
+                return outbox.handler
+            }
+            _ = old
+        }
     }
 
     // MARK: Statistics

@@ -27,13 +27,13 @@ enum _SharedWrite<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 struct _PurgeTarget<Key: Hashable & Sendable>: Sendable {
     @usableFromInline let key: Key
     @usableFromInline let slot: Int32
-    @usableFromInline let generation: UInt32
+    @usableFromInline let version: UInt64
 
     @usableFromInline
-    init(key: Key, slot: Int32, generation: UInt32) {
+    init(key: Key, slot: Int32, version: UInt64) {
         self.key = key
         self.slot = slot
-        self.generation = generation
+        self.version = version
     }
 }
 
