@@ -1,5 +1,7 @@
-import CacheKit
+import Foundation
 import Testing
+
+@testable import CacheKit
 
 @Suite("Removal events, veto and memory pressure")
 struct EventTests {
@@ -187,6 +189,50 @@ struct EventTests {
         #expect(log.all.filter { $0.reason == .evictedForCount }.isEmpty)
         #expect(cache["C"] == 3 && cache["D"] == 4)  // every candidate vetoed: over the limit
         cache._checkInvariants()
+    }
+
+    @Test("the reason the veto is told is the reason the handler hears", arguments: CacheKind.allCases)
+    func vetoReasonMatchesRemoval(kind: CacheKind) {
+        let cache = kind.make(String.self, Int.self, countLimit: 3, totalCostLimit: 10, policy: .lru)
+        let log = RemovalLog<String, Int>()
+        cache.onRemoval(log.append)
+        let told = Locked<[String: RemovalReason]>([:])
+        cache.veto { key, _, reason in
+            told.mutate { $0[key] = reason }
+            return key != "a"
+        }
+        cache.setValue(0, forKey: "a", cost: 0)
+        cache.setValue(0, forKey: "b", cost: 6)
+        cache.setValue(0, forKey: "c", cost: 0)
+        // Count 4 > 3 and cost 11 > 10: "a" is proposed for count and refused; "b" is then asked
+        // about for count (what would still be over), approved, and reported so.
+        cache.setValue(0, forKey: "d", cost: 5)
+        let evicted = log.all.filter(\.reason.isEviction)
+        #expect(evicted.map(\.key) == ["b"])
+        for removal in evicted { #expect(told.value[removal.key] == removal.reason) }
+        cache._checkInvariants()
+    }
+
+    @Test("a veto that refuses everything costs a few walks in eviction order, not one per refusal")
+    func vetoRoundsStayFew() {
+        let n = 2_000
+        let cache = SerialCache<Int, Int>(countLimit: n, policy: .lru)
+        for i in 0..<n { cache[i] = i }
+        let asked = Locked(0)
+        cache.evictionVeto = { _, _, _ in
+            asked.mutate { $0 += 1 }
+            return false
+        }
+        cache[n] = n  // one over the limit; every candidate refuses
+        #expect(cache.isOverLimit)
+        #expect(asked.value == n)  // each entry but the new one, asked once
+        // The same trim again, counting its rounds: each proposes at least as many candidates as
+        // were refused before it, so they grow geometrically (a round per refusal before).
+        let (overLimit, rounds) = cache._trimCountingRounds(askingVeto: { _, _, _ in false }, protecting: nil) {
+            $0.limits
+        }
+        #expect(overLimit)
+        #expect(rounds <= 2 + Int(log2(Double(n))), "\(rounds) rounds")
     }
 
     @Test("memory pressure trims to a fraction in eviction order", arguments: allConfigurations)

@@ -48,6 +48,50 @@ struct ExpirationTests {
         cache._checkInvariants()
     }
 
+    @Test(
+        "expired entries leave as expired before a limit change, memory pressure or removeAll weighs the rest",
+        arguments: CacheKind.allCases
+    )
+    func expiredLeaveFirst(kind: CacheKind) {
+        func make(veto: Bool = false) -> (any CacheUnderTest<String, Int>, ManualClock, RemovalLog<String, Int>) {
+            let clock = ManualClock()
+            let cache = kind.make(String.self, Int.self, countLimit: 4, policy: .lru, clock: clock)
+            let log = RemovalLog<String, Int>()
+            cache.onRemoval(log.append)
+            cache.setValue(1, forKey: "a", cost: 0, expiresAfter: nil)
+            cache.setValue(2, forKey: "b", cost: 0, expiresAfter: nil)
+            cache.setValue(3, forKey: "c", cost: 0, expiresAfter: .seconds(1))
+            cache.setValue(4, forKey: "d", cost: 0, expiresAfter: .seconds(1))
+            clock.advance(by: .seconds(2))
+            return (cache, clock, log)
+        }
+        // Lowering the limit to the two live entries evicts nothing.
+        let (lowered, _, loweredLog) = make()
+        lowered.countLimit = 2
+        #expect(Set(lowered.keys) == ["a", "b"])
+        #expect(loweredLog.all.map(\.reason) == [.expired, .expired])
+        // Trimming to half keeps half of the live entries.
+        let (trimmed, _, _) = make()
+        trimmed.memoryPressureAction = .trim(toFraction: 0.5)
+        trimmed.handleMemoryPressure()
+        #expect(trimmed.keys == ["b"])
+        // With a veto, it is never asked about an expired entry.
+        let (vetoed, _, vetoedLog) = make()
+        let asked = Locked<[String]>([])
+        vetoed.veto { key, _, _ in
+            asked.mutate { $0.append(key) }
+            return true
+        }
+        vetoed.countLimit = 1
+        #expect(asked.value == ["a"])
+        #expect(vetoedLog.all.map(\.reason) == [.expired, .expired, .evictedForCount])
+        // removeAll reports what had expired as expired.
+        let (emptied, _, emptiedLog) = make()
+        emptied.removeAll()
+        #expect(emptiedLog.all.map(\.reason) == [.expired, .expired, .removedAll, .removedAll])
+        #expect(emptied.statistics.removalCounts == [.expired: 2, .removedAll: 2])
+    }
+
     @Test("after write and after access together: whichever comes first", arguments: CacheKind.allCases)
     func both(kind: CacheKind) {
         let clock = ManualClock()

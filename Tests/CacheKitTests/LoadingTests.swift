@@ -31,6 +31,23 @@ func eventually(_ condition: () async -> Bool) async {
 
 @Suite("Loading and statistics")
 struct LoadingTests {
+    @Test("a value stored by orInsert while a load of the key runs is not overwritten by that load")
+    func orInsertWinsOverLoad() async throws {
+        let cache = Cache<String, String>()
+        let gate = Gate()
+        let load = Task {
+            try await cache.value(forKey: "k") { _ in
+                await gate.wait()
+                return "loaded"
+            }
+        }
+        await eventually { await gate.arrivals == 1 }
+        #expect(cache.value(forKey: "k", orInsert: { "inserted" }) == "inserted")
+        await gate.open()
+        #expect(try await load.value == "loaded")  // the load's caller gets what it loaded
+        #expect(cache.peekValue(forKey: "k") == "inserted")
+    }
+
     @Test(
         "orInsert runs the closure on a miss only, stores its value, and stores nothing when it throws",
         arguments: CacheKind.allCases

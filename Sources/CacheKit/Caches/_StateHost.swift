@@ -25,7 +25,10 @@ enum _StoreCondition {
     /// Always.
     case always
     /// Only when the key has no entry (otherwise the existing value is kept and returned).
-    case ifAbsent
+    /// `winsOverLoad`: the store is a write of the caller's (`orInsert`), so a load running for
+    /// the key must not overwrite it; a restore from a file (older than anything loaded now)
+    /// leaves the load attached.
+    case ifAbsent(winsOverLoad: Bool)
     /// Like `ifAbsent`, and only if `isCurrent()`, asked inside the critical section, still holds
     /// (a memoized call stores nothing when its function was expired while it ran).
     case ifAbsentAndCurrent(() -> Bool)
@@ -113,7 +116,8 @@ extension _StateHost {
             throw error
         }
         _recordLoad(forKey: key, time: clock.now - start, error: nil)
-        return _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: .ifAbsent).stored
+        return _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: .ifAbsent(winsOverLoad: true))
+            .stored
     }
 
     /// Counts a load and tells the activity observer (`underLock` runs in the same critical section).
@@ -167,8 +171,9 @@ extension _StateHost {
             case .always:
                 // A newer write: a load running for the key must not overwrite it.
                 state.detachLoad(forKey: key)
-            case .ifAbsent:
+            case .ifAbsent(let winsOverLoad):
                 if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
+                if winsOverLoad { state.detachLoad(forKey: key) }
             case .ifAbsentAndCurrent(let isCurrent):
                 guard isCurrent() else { return (.replaced, value, nil) }
                 if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
@@ -260,8 +265,12 @@ extension _StateHost {
     @usableFromInline
     func _removeAll(reason: RemovalReason) {
         var handler: ((CacheRemoval<Key, Value>) -> Void)?
+        var expired = _Removals<Key, Value>()
+        let now = _timekeeper.now()
         let old = _withState { state in
             handler = state.removalHandler
+            // What had expired leaves as expired, reported first.
+            state.core.removeExpired(now: now, removals: &expired)
             // Emptying to free memory leaves loads attached; removing or expiring everything
             // invalidates what they loaded.
             if reason != .memoryPressure { state.loads.removeAll() }
@@ -270,6 +279,7 @@ extension _StateHost {
             return old
         }
         guard let handler else { return }
+        Self._report(expired, to: handler)
         old.forEachSlotInEvictionOrder { slot in
             handler(CacheRemoval(key: old.entries[Int(slot)].key, value: old.entries[Int(slot)].value, reason: reason))
             return true
@@ -300,15 +310,13 @@ extension _StateHost {
     /// Sets a limit and enforces it at once.
     @inlinable
     func _setLimit(_ apply: (inout _Core<Key, Value>) -> Void) {
-        let (removals, handler, veto) = _withState { state in
+        // Swept first: an expired entry leaves as expired, and never makes a live one go.
+        let veto = _withSweptState(now: _timekeeper.now()) { state, removals in
             apply(&state.core)
-            var removals = _Removals<Key, Value>()
             let veto = state.evictionVeto
             if veto == nil { state.core.trim(to: state.core.limits, protecting: -1, removals: &removals) }
-            state.core._debugCheckInvariants()
-            return (removals, removals.isEmpty ? nil : state.removalHandler, veto)
+            return veto
         }
-        Self._report(removals, to: handler)
         if let veto { _ = _trim(askingVeto: veto, protecting: nil) { $0.limits } }
     }
 
@@ -394,42 +402,77 @@ extension _StateHost {
 
     /// Evicts toward `target` asking `veto` about each candidate outside the critical section.
     ///
-    /// Rounds: under the lock, copy out the candidates that would meet the target (skipping the
-    /// key just written and every entry already vetoed); outside it, ask the veto; under the lock
-    /// again, evict the approved candidates that did not change meanwhile. Repeats until the
-    /// target is met or no candidate is left. Returns whether the cache is still above the
-    /// target (every remaining candidate vetoed).
+    /// Rounds: under the lock, remove what expired, then copy out the candidates that would
+    /// meet the target if all went (skipping the key just written and every entry already
+    /// vetoed), and as many more as have been vetoed so far; outside it, ask the veto about them
+    /// in eviction order until the approved ones would meet the target; under the lock again,
+    /// evict the approved candidates that did not change meanwhile, each with the reason the veto
+    /// was given. Repeats until the target is met or no candidate is left. Returns whether the
+    /// cache is still above the target (every remaining candidate vetoed).
+    ///
+    /// The extra candidates keep a veto that refuses many entries from costing a walk past all
+    /// of them per refusal: each round proposes at least as many as were refused before it, so
+    /// the rounds, each a walk in eviction order, are O(log *v*) for *v* refusals, not O(*v*).
     @inlinable
     func _trim(
         askingVeto veto: (Key, Value, RemovalReason) -> Bool,
         protecting protectedKey: Key?,
         target: (borrowing _Core<Key, Value>) -> _TrimTarget
     ) -> Bool {
+        _trimCountingRounds(askingVeto: veto, protecting: protectedKey, target: target).isOverLimit
+    }
+
+    /// `_trim`, also returning how many rounds it took (for tests of its cost).
+    @inlinable
+    func _trimCountingRounds(
+        askingVeto veto: (Key, Value, RemovalReason) -> Bool,
+        protecting protectedKey: Key?,
+        target: (borrowing _Core<Key, Value>) -> _TrimTarget
+    ) -> (isOverLimit: Bool, rounds: Int) {
         var vetoed = Set<_SlotVersion>()
+        var rounds = 0
         while true {
-            let (candidates, goal) = _withState { state in
+            rounds += 1
+            let (candidates, goal, count, cost) = _withSweptState(now: _timekeeper.now()) { state, _ in
                 let goal = target(state.core)
                 let protected = protectedKey.map { state.core.slot(of: $0) } ?? -1
-                return (state.core.candidates(for: goal, protecting: protected, skipping: vetoed), goal)
+                let candidates = state.core.candidates(
+                    for: goal,
+                    protecting: protected,
+                    skipping: vetoed,
+                    extra: vetoed.count
+                )
+                return (candidates, goal, state.core.count, state.core.totalCost)
             }
             if candidates.isEmpty { break }
             var approved: [_Candidate<Key, Value>] = []
-            for candidate in candidates {
-                if veto(candidate.key, candidate.value, candidate.reason) {
+            var remainingCount = count
+            var remainingCost = cost
+            let refusedBefore = vetoed.count
+            for var candidate in candidates {
+                guard let reason = goal.reasonToEvict(count: remainingCount, cost: remainingCost) else { break }
+                candidate.reason = reason
+                if veto(candidate.key, candidate.value, reason) {
+                    remainingCount -= 1
+                    remainingCost -= candidate.cost
                     approved.append(candidate)
                 } else {
                     vetoed.insert(candidate.identity)
                 }
             }
-            if approved.isEmpty { continue }
-            let (removals, handler) = _withState { state in
-                var removals = _Removals<Key, Value>()
-                state.core.evict(approved, target: goal, removals: &removals)
-                state.core._debugCheckInvariants()
-                return (removals, removals.isEmpty ? nil : state.removalHandler)
+            if approved.isEmpty {
+                // Every answer a refusal, so the next round walks past more; none asked (the
+                // target met already): done.
+                if vetoed.count == refusedBefore { break }
+                continue
             }
-            Self._report(removals, to: handler)
+            _withSweptState(now: _timekeeper.now()) { state, removals in
+                state.core.evict(approved, target: goal, removals: &removals)
+            }
         }
-        return _withState { target($0.core).reasonToEvict(count: $0.core.count, cost: $0.core.totalCost) != nil }
+        let isOverLimit = _withSweptState {
+            target($0.core).reasonToEvict(count: $0.core.count, cost: $0.core.totalCost) != nil
+        }
+        return (isOverLimit, rounds)
     }
 }

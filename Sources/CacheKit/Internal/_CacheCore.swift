@@ -369,44 +369,53 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         }
     }
 
-    /// The entries that would have to go, in eviction order, to meet `target`: copies for the
-    /// eviction veto to judge outside the lock. Skips `protecting` and every version in `vetoed`.
+    /// The entries that would have to go, in eviction order, to meet `target` if each were
+    /// approved, then up to `extra` more (those next in line should some be vetoed): copies for
+    /// the eviction veto to judge outside the lock. Skips `protecting` and every version in
+    /// `vetoed`. Each candidate's `reason` is the one it would go for if all before it went.
     ///
     /// Requires generations (`trackGenerations()`).
+    ///
+    /// - Complexity: O(*v* + *k*) for *v* vetoed entries walked past and *k* candidates.
     @inlinable
     func candidates(
         for target: _TrimTarget,
         protecting: Int32,
-        skipping vetoed: Set<_SlotVersion>
+        skipping vetoed: Set<_SlotVersion>,
+        extra: Int = 0
     ) -> [_Candidate<Key, Value>] {
         guard let generations else { preconditionFailure("candidates(for:) needs trackGenerations()") }
+        guard target.reasonToEvict(count: count, cost: totalCost) != nil else { return [] }
         var result: [_Candidate<Key, Value>] = []
         var remainingCount = count
         var remainingCost = totalCost
+        var extra = extra
         forEachSlotInEvictionOrder { slot in
-            guard let reason = target.reasonToEvict(count: remainingCount, cost: remainingCost) else {
-                return false
-            }
+            let reason = target.reasonToEvict(count: remainingCount, cost: remainingCost)
+            guard reason != nil || extra > 0 else { return false }
             let s = Int(slot)
-            let candidate = _Candidate(
-                slot: slot,
-                version: UInt64(epoch) << 32 | UInt64(generations[s]),
-                key: entries[s].key,
-                value: entries[s].value,
-                reason: reason
+            let identity = _SlotVersion(slot: slot, version: UInt64(epoch) << 32 | UInt64(generations[s]))
+            guard slot != protecting && !vetoed.contains(identity) else { return true }
+            if reason == nil { extra -= 1 }
+            result.append(
+                _Candidate(
+                    slot: slot,
+                    version: identity.version,
+                    key: entries[s].key,
+                    value: entries[s].value,
+                    cost: cost(at: slot),
+                    reason: reason ?? target.defaultReason
+                )
             )
-            if slot != protecting && !vetoed.contains(candidate.identity) {
-                result.append(candidate)
-                remainingCount -= 1
-                remainingCost -= cost(at: slot)
-            }
+            remainingCount -= 1
+            remainingCost -= cost(at: slot)
             return true
         }
         return result
     }
 
     /// Evicts the approved candidates that are unchanged since they were proposed, while the cache
-    /// is still above `target`.
+    /// is still above `target`, each with the reason the veto was given.
     @inlinable
     mutating func evict(
         _ approved: [_Candidate<Key, Value>],
@@ -415,10 +424,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     ) {
         guard let generations else { preconditionFailure("evict(_:) needs trackGenerations()") }
         for candidate in approved {
-            guard let reason = target.reasonToEvict(count: count, cost: totalCost) else { return }
+            guard target.reasonToEvict(count: count, cost: totalCost) != nil else { return }
             let s = Int(candidate.slot)
             guard s < slotsUsed, UInt64(epoch) << 32 | UInt64(generations[s]) == candidate.version else { continue }
-            removals.append(removeSlot(candidate.slot, reason: reason))
+            removals.append(removeSlot(candidate.slot, reason: candidate.reason))
         }
     }
 

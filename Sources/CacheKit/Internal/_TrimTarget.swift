@@ -24,6 +24,11 @@ struct _TrimTarget: Sendable {
         )
     }
 
+    /// A placeholder reason for a candidate proposed beyond what meets the target (its real
+    /// reason is known only once the veto has answered about those before it).
+    @inlinable
+    var defaultReason: RemovalReason { reason ?? .evictedForCount }
+
     /// The reason for the next eviction, or `nil` when `count` and `cost` are within the target.
     @inlinable
     func reasonToEvict(count: Int, cost: Int) -> RemovalReason? {
@@ -42,14 +47,17 @@ struct _Candidate<Key, Value> {
     @usableFromInline var version: UInt64
     @usableFromInline var key: Key
     @usableFromInline var value: Value
+    @usableFromInline var cost: Int
+    /// Why it would go: set when proposed, and again when the veto is asked.
     @usableFromInline var reason: RemovalReason
 
     @inlinable
-    init(slot: Int32, version: UInt64, key: Key, value: Value, reason: RemovalReason) {
+    init(slot: Int32, version: UInt64, key: Key, value: Value, cost: Int, reason: RemovalReason) {
         self.slot = slot
         self.version = version
         self.key = key
         self.value = value
+        self.cost = cost
         self.reason = reason
     }
 

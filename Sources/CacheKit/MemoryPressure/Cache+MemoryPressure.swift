@@ -42,24 +42,21 @@ extension _StateHost {
     func _handleMemoryPressure(_ action: MemoryPressureAction) {
         let veto = _withState { $0.evictionVeto }
         if let veto {
-            let kept = _withState { action.keptCount(of: $0.core.count) }
+            let kept = _withSweptState { action.keptCount(of: $0.core.count) }
             let target = _TrimTarget(maxCount: kept, maxCost: .max, reason: .memoryPressure)
             _ = _trim(askingVeto: veto, protecting: nil) { _ in target }
         } else if action == .removeAll {
             _removeAll(reason: .memoryPressure)
         } else {
-            let (removals, handler) = _withState { state in
-                var removals = _Removals<Key, Value>()
+            // Swept first: expired entries leave as expired and do not count toward what stays.
+            _withSweptState(now: _timekeeper.now()) { state, removals in
                 let target = _TrimTarget(
                     maxCount: action.keptCount(of: state.core.count),
                     maxCost: .max,
                     reason: .memoryPressure
                 )
                 state.core.trim(to: target, protecting: -1, removals: &removals)
-                state.core._debugCheckInvariants()
-                return (removals, removals.isEmpty ? nil : state.removalHandler)
             }
-            Self._report(removals, to: handler)
         }
     }
 }

@@ -19,7 +19,7 @@ extension _StateHost {
     /// cache's default expiration, counted from now.
     func _restore(_ entries: [PersistedEntry<Key, Value>]) {
         for entry in entries {
-            _ = _store(entry.value, forKey: entry.key, cost: entry.cost, when: .ifAbsent)
+            _ = _store(entry.value, forKey: entry.key, cost: entry.cost, when: .ifAbsent(winsOverLoad: false))
         }
     }
 }
