@@ -228,9 +228,8 @@ struct EventTests {
         #expect(asked.value == n)  // each entry but the new one, asked once
         // The same trim again, counting its rounds: each proposes at least as many candidates as
         // were refused before it, so they grow geometrically (a round per refusal before).
-        let (overLimit, rounds) = cache._trimCountingRounds(askingVeto: { _, _, _ in false }, protecting: nil) {
-            $0.limits
-        }
+        let refuse: (Int, Int, RemovalReason) -> Bool = { _, _, _ in false }
+        let (overLimit, rounds) = cache._trimCountingRounds(askingVeto: refuse, protecting: nil) { $0.limits }
         #expect(overLimit)
         #expect(rounds <= 2 + Int(log2(Double(n))), "\(rounds) rounds")
     }
