@@ -35,7 +35,11 @@
 /// triggers (`MemoizedFunction/expireAll(whenever:)`, `MemoizedFunction/expireAll(on:object:center:)`)
 /// and `MemoizedFunction/isEnabled`. `_uncached_NAME` is the body as written, private. The
 /// function's identity (its `MemoizedFunction/id`, part of every key) is the enclosing types'
-/// names and the function's full name, such as `"WeatherService.weather(for:)"`.
+/// names and the function's full name, such as `"WeatherService.weather(for:)"`, after its file
+/// (`"App/Weather.swift:weather(for:)"`) when it or an enclosing type is private or
+/// fileprivate, so that same-named private functions of two files never share results. As the
+/// body runs in `_uncached_NAME`, `#function` inside it names `_uncached_NAME` (`#fileID` and
+/// `#line` are unchanged).
 ///
 /// ## Options
 /// Every option but `keys` is passed as written to `MemoizedFunction`'s initializer, where its

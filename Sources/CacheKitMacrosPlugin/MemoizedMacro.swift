@@ -65,6 +65,24 @@ struct MemoizationPlan {
         var name: String
         var syntax: FunctionParameterSyntax
         var isVariadic: Bool { syntax.ellipsis != nil }
+        /// `name` as an expression: in backticks when it is a keyword (`func f(in: String)`).
+        var reference: String { Self.reservedWords.contains(name) ? "`\(name)`" : name }
+
+        /// The words a parameter may be named by but an expression must put in backticks.
+        static let reservedWords: Set<String> = [
+            "associatedtype", "class", "deinit", "enum", "extension", "fileprivate", "func", "import", "init",
+            "inout", "internal", "let", "open", "operator", "private", "precedencegroup", "protocol", "public",
+            "rethrows", "static", "struct", "subscript", "typealias", "var", "break", "case", "catch", "continue",
+            "default", "defer", "do", "else", "fallthrough", "for", "guard", "if", "in", "repeat", "return",
+            "throw", "switch", "where", "while", "Any", "as", "await", "false", "is", "nil", "self", "Self",
+            "super", "throws", "true", "try",
+        ]
+    }
+
+    /// Whether `type` contains an opaque type (`some P`) anywhere, `[some P]` included (and
+    /// not a type whose name merely ends in "some").
+    static func containsOpaqueType(_ type: some SyntaxProtocol) -> Bool {
+        type.tokens(viewMode: .sourceAccurate).contains { $0.tokenKind == .keyword(.some) }
     }
 
     /// Where the `MemoizedFunction` lives.
@@ -200,8 +218,20 @@ struct MemoizationPlan {
             )
         }
         let output = function.signature.returnClause?.type.trimmed
-        if let output, output.is(SomeOrAnyTypeSyntax.self), output.description.hasPrefix("some") {
-            error(output, "@Memoized cannot memoize a function with an opaque result type", id: "opaqueResult")
+        if let returnType = function.signature.returnClause?.type, Self.containsOpaqueType(returnType) {
+            error(returnType, "@Memoized cannot memoize a function with an opaque result type", id: "opaqueResult")
+        }
+        for attribute in function.attributes {
+            guard case .attribute(let attribute) = attribute else { continue }
+            let name = attribute.attributeName.trimmedDescription
+            if name == "inlinable" || name == "usableFromInline" {
+                error(
+                    attribute,
+                    "@Memoized cannot memoize an @\(name) function: its body calls the private copy "
+                        + "the macro makes of the original",
+                    id: "inlinable"
+                )
+            }
         }
 
         var parameters: [Parameter] = []
@@ -215,6 +245,15 @@ struct MemoizationPlan {
                 )
             }
             if let attributed = parameter.type.as(AttributedTypeSyntax.self) {
+                for case .attribute(let attribute) in attributed.attributes
+                where attribute.attributeName.trimmedDescription == "autoclosure" {
+                    error(
+                        parameter,
+                        "@Memoized cannot memoize a function with an @autoclosure parameter ('\(name)'): "
+                            + "the cache key needs its value",
+                        id: "autoclosure"
+                    )
+                }
                 for specifier in attributed.specifiers {
                     if case .simpleTypeSpecifier(let simple) = specifier,
                         simple.specifier.tokenKind == .keyword(.inout)
@@ -228,7 +267,7 @@ struct MemoizationPlan {
                     }
                 }
             }
-            if parameter.type.description.contains("some ") {
+            if Self.containsOpaqueType(parameter.type) {
                 error(
                     parameter.type,
                     "@Memoized cannot memoize a generic function: parameter '\(name)' has an opaque type",
@@ -240,7 +279,7 @@ struct MemoizationPlan {
         }
 
         // The macro's arguments: `keys` is the macro's; the rest go to MemoizedFunction's init.
-        var keyNames = parameters.map(\.name)
+        var keyNames = parameters.map(\.reference)
         var initializerArguments: [LabeledExprSyntax] = []
         if case .argumentList(let arguments) = attribute.arguments {
             for argument in arguments {
@@ -289,13 +328,29 @@ struct MemoizationPlan {
                     chosen.append(name)
                 }
                 // Declaration order, so that the order keys are listed in does not matter.
-                keyNames = (chosen.contains("self") ? ["self"] : []) + parameters.map(\.name).filter(chosen.contains)
+                keyNames =
+                    (chosen.contains("self") ? ["self"] : [])
+                    + parameters.filter { chosen.contains($0.name) }.map(\.reference)
             }
         }
         if failed { return nil }
 
         let labels = parameters.map { "\($0.label ?? "_"):" }.joined()
-        let identity = (typePath + ["\(baseName)(\(labels))"]).joined(separator: ".")
+        var identity = (typePath + ["\(baseName)(\(labels))"]).joined(separator: ".")
+        // A private or fileprivate function (or one in a private type or extension) can share its
+        // name and enclosing type names with one in another file: its identity starts with its
+        // file (`Module/File.swift`), so two such functions sharing a cache never collide.
+        let isFilePrivate = ([Syntax(function)] + lexicalContext).contains { node in
+            node.asProtocol(WithModifiersSyntax.self)?.modifiers.contains {
+                $0.name.tokenKind == .keyword(.private) || $0.name.tokenKind == .keyword(.fileprivate)
+            } ?? false
+        }
+        if isFilePrivate,
+            let file = context.location(of: function, at: .afterLeadingTrivia, filePathMode: .fileID)?.file
+                .as(StringLiteralExprSyntax.self)?.representedLiteralValue
+        {
+            identity = "\(file):\(identity)"
+        }
         var argumentList = LabeledExprListSyntax(initializerArguments)
         if !argumentList.isEmpty {
             argumentList = LabeledExprListSyntax(
@@ -405,10 +460,14 @@ struct MemoizationPlan {
             }
         )
         // The body keeps its lines, less the indentation of the declaration it was written in
-        // (the expansion is indented where it is inserted).
+        // (the expansion is indented where it is inserted); as written when it holds a multi-line
+        // string literal, whose content the lines' indentation can be part of.
         let indentation = Self.indentation(of: function)
         var text = copy.trimmedDescription
-        if !indentation.isEmpty {
+        let hasMultilineString = function.tokens(viewMode: .sourceAccurate).contains {
+            $0.tokenKind == .multilineStringQuote
+        }
+        if !indentation.isEmpty && !hasMultilineString {
             text = text.split(separator: "\n", omittingEmptySubsequences: false)
                 .map { $0.hasPrefix(indentation) ? $0.dropFirst(indentation.count) : $0 }
                 .joined(separator: "\n")
@@ -440,7 +499,7 @@ struct MemoizationPlan {
     /// The call of `_uncached_NAME` with the function's own arguments.
     private var uncachedCall: String {
         let arguments = parameters.map { parameter in
-            parameter.label.map { "\($0): \(parameter.name)" } ?? parameter.name
+            parameter.label.map { "\($0): \(parameter.reference)" } ?? parameter.reference
         }
         let receiver = storage == .global ? "" : "self."
         return "\(receiver)\(uncachedName)(\(arguments.joined(separator: ", ")))"

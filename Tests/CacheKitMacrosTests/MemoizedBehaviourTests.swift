@@ -183,8 +183,54 @@ actor Counter {
     }
 }
 
+/// The cache two same-named private functions in two files share (see MemoizedPrivateNames.swift).
+enum PrivateNames {
+    static let cache = MemoCache(countLimit: 100, policy: .lru)
+}
+
+@Memoized(cache: PrivateNames.cache)
+private func describe(id: Int) -> String { "first file \(id)" }
+
+/// Parameters the expansion must handle: a keyword as a parameter name, a type whose name ends
+/// in "some" with a default value, a multi-line string whose lines sit left of the function.
+enum Awkward {
+    struct Awesome: Hashable, Sendable { var level = 3 }
+
+    @Memoized
+    static func forecast(in place: String, at: Int) -> String { "\(place)@\(at)" }
+
+    @Memoized
+    static func named(in: String) -> String { "in \(`in`)" }
+
+    @Memoized
+    static func rate(_ value: Awesome = Awesome()) -> Int { value.level * 2 }
+
+    @Memoized
+    static func banner(_ n: Int) -> String {
+        """
+        hello \(n)
+            world
+        """
+    }
+}
+
 @Suite("@Memoized behaviour")
 struct MemoizedBehaviourTests {
+    @Test func samePrivateNamesInTwoFilesSharingACacheDoNotCollide() {
+        #expect(describe(id: 1) == "first file 1")
+        #expect(describeFromSecondFile(1) == "second file 1")
+        #expect(describe(id: 1) == "first file 1")
+        #expect(PrivateNames.cache.count == 2)
+    }
+
+    @Test func keywordNamesOpaqueLookalikesAndMultilineStringsExpandAsWritten() {
+        #expect(Awkward.named(in: "x") == "in x")
+        #expect(Awkward.forecast(in: "Paris", at: 3) == "Paris@3")
+        #expect(Awkward.rate() == 6)
+        #expect(Awkward.banner(1) == "hello 1\n    world")
+        #expect(Awkward.banner(1) == "hello 1\n    world")  // stored: the same text
+    }
+
     @Test func repeatedCallsReturnTheStoredResult() {
         let squarer = Squarer()
         #expect(squarer.square(3) == 9)

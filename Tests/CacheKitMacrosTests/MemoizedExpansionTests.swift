@@ -286,6 +286,44 @@ struct MemoizedExpansionTests {
         )
     }
 
+    @Test func autoclosureInlinableAndNestedOpaqueResultsAreErrors() {
+        assertExpansion(
+            """
+            enum E {
+                @Memoized static func lazy(_ make: @autoclosure () -> Int) -> Int { make() }
+                @Memoized @inlinable static func fast(_ x: Int) -> Int { x }
+                @Memoized static func many(_ x: Int) -> [some Equatable] { [x] }
+            }
+            """,
+            expandedSource: """
+                enum E {
+                    static func lazy(_ make: @autoclosure () -> Int) -> Int {
+                        make()
+                    }
+                    @inlinable static func fast(_ x: Int) -> Int {
+                        x
+                    }
+                    static func many(_ x: Int) -> [some Equatable] {
+                        [x]
+                    }
+                }
+                """,
+            diagnostics: [
+                error(
+                    "@Memoized cannot memoize a function with an @autoclosure parameter ('make'): the cache key needs its value",
+                    line: 2,
+                    column: 32
+                ),
+                error(
+                    "@Memoized cannot memoize an @inlinable function: its body calls the private copy the macro makes of the original",
+                    line: 3,
+                    column: 15
+                ),
+                error("@Memoized cannot memoize a function with an opaque result type", line: 4, column: 45),
+            ]
+        )
+    }
+
     @Test func methodOfAGenericStructIsAnError() {
         assertExpansion(
             """

@@ -84,6 +84,45 @@ struct MemoizationTests {
         #expect(counted.runs.value == 2)
     }
 
+    @Test(
+        "a synchronous call running while its cache is emptied stores nothing, as an async call would not",
+        arguments: ["expireAll", "removeAll", "removeValue"]
+    )
+    func cacheEmptiedWhileRunning(how: String) {
+        // (An expiration trigger calls `expireAll()`.)
+        let shared = MemoCache(countLimit: 10)
+        let memo = MemoizedFunction<Int>("f", cache: shared)
+        let result = memo.call(arguments: 1) { () -> Int in
+            switch how {
+            case "expireAll": shared.expireAll()
+            case "removeAll": shared.removeAll()
+            default: shared.removeValue(forKey: MemoKey(function: "f", arguments: 1))
+            }
+            return 42
+        }
+        #expect(result == 42)
+        #expect(shared.count == 0)
+        // Without a removal meanwhile, the result is stored.
+        #expect(memo.call(arguments: 1) { 43 } == 43)
+        #expect(memo.call(arguments: 1) { 44 } == 43)
+    }
+
+    @Test("keys are equal only for arguments of one type: never equal but hashed apart")
+    func keyEqualityMatchesHashing() {
+        let plain = MemoKey(function: "f", arguments: 1)
+        let optional = MemoKey(function: "f", arguments: Optional(1))
+        #expect(plain != optional && optional != plain)
+        #expect(plain == MemoKey(function: "f", arguments: 1))
+        class Base: Hashable, @unchecked Sendable {
+            static func == (a: Base, b: Base) -> Bool { true }
+            func hash(into hasher: inout Hasher) {}
+        }
+        final class Derived: Base, @unchecked Sendable {}
+        let base = MemoKey(function: "f", arguments: Base())
+        let derived = MemoKey(function: "f", arguments: Derived())
+        #expect(base != derived && derived != base)
+    }
+
     @Test("a cached nil is a hit, distinct from a miss")
     func nilIsAHit() throws {
         let runs = Locked(0)

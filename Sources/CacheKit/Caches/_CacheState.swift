@@ -21,6 +21,11 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var loads: [Key: _InFlightLoad] = [:]
     /// The identity the next load gets, so a finishing load can tell whether it is still attached.
     @usableFromInline var nextLoadID: UInt64 = 0
+    /// Counts explicit removals (`removeValue`, `removeValues`, `removeAll`, `expireAll` and the
+    /// expiration triggers; not evictions, expiry or memory pressure). A memoized synchronous
+    /// call, which has no load here to detach, notes it before computing and stores nothing if it
+    /// changed meanwhile: what it computed may be what the removal meant to drop.
+    @usableFromInline var invalidations: UInt64 = 0
 
     init(countLimit: Int, totalCostLimit: Int, policy: EvictionPolicy, expiration: Expiration = .never) {
         expiration.validate()

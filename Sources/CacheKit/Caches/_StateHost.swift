@@ -29,9 +29,11 @@ enum _StoreCondition {
     /// the key must not overwrite it; a restore from a file (older than anything loaded now)
     /// leaves the load attached.
     case ifAbsent(winsOverLoad: Bool)
-    /// Like `ifAbsent`, and only if `isCurrent()`, asked inside the critical section, still holds
-    /// (a memoized call stores nothing when its function was expired while it ran).
-    case ifAbsentAndCurrent(() -> Bool)
+    /// Like `ifAbsent`, and only if no explicit removal happened since `invalidations` was read
+    /// (`_CacheState.invalidations`) and `isCurrent()`, asked inside the critical section, still
+    /// holds (a memoized call stores nothing when its function or its cache was expired while it
+    /// ran).
+    case ifAbsentAndCurrent(since: UInt64, () -> Bool)
     /// Only when the load `id` is still the key's load (no write, removal or `expireAll`
     /// detached it); it is retired in the same critical section. A refresh (`refreshing` is the
     /// slot it reloads, else -1) also needs that slot to still hold the key at `version`: it
@@ -58,6 +60,10 @@ extension _StateHost {
         Self._report(removals, to: handler)
         return result
     }
+
+    /// The count of explicit removals so far (see `_CacheState.invalidations`).
+    @inlinable
+    var _invalidations: UInt64 { _withState { $0.invalidations } }
 
     /// Reads the state after removing expired entries: what every query sees.
     @inlinable
@@ -174,8 +180,8 @@ extension _StateHost {
             case .ifAbsent(let winsOverLoad):
                 if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
                 if winsOverLoad { state.detachLoad(forKey: key) }
-            case .ifAbsentAndCurrent(let isCurrent):
-                guard isCurrent() else { return (.replaced, value, nil) }
+            case .ifAbsentAndCurrent(let since, let isCurrent):
+                guard state.invalidations == since, isCurrent() else { return (.replaced, value, nil) }
                 if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
             case .ifLoadCurrent(let id, let refreshing, let version):
                 // A load that was detached answers its waiters with what it loaded, storing nothing.
@@ -221,6 +227,7 @@ extension _StateHost {
     func _removeValue(forKey key: Key) -> Value? {
         _withSweptState(now: _timekeeper.now()) { state, removals in
             state.detachLoad(forKey: key)
+            state.invalidations &+= 1
             guard let removal = state.core.removeValue(forKey: key, reason: .removed) else { return nil }
             removals.append(removal)
             return removal.value
@@ -233,6 +240,7 @@ extension _StateHost {
         // cache's methods included) must not happen under the lock.
         let keys = Array(keys)
         _withSweptState(now: _timekeeper.now()) { state, removals in
+            state.invalidations &+= 1
             for key in keys {
                 state.detachLoad(forKey: key)
                 if let removal = state.core.removeValue(forKey: key, reason: .removed) { removals.append(removal) }
@@ -257,6 +265,7 @@ extension _StateHost {
                 if let removal = state.core.removeValue(forKey: key, reason: reason) { removals.append(removal) }
             }
             for key in state.loads.keys where predicate(key) { state.loads[key] = nil }
+            state.invalidations &+= 1
         }
     }
 
@@ -273,7 +282,10 @@ extension _StateHost {
             state.core.removeExpired(now: now, removals: &expired)
             // Emptying to free memory leaves loads attached; removing or expiring everything
             // invalidates what they loaded.
-            if reason != .memoryPressure { state.loads.removeAll() }
+            if reason != .memoryPressure {
+                state.loads.removeAll()
+                state.invalidations &+= 1
+            }
             let old = state.takeAll()
             state.core.stats.recordRemovals(reason, count: old.count)
             return old

@@ -31,9 +31,11 @@ public struct MemoKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension Hashable {
-    /// Whether `other` holds a value of this type equal to this one.
+    /// Whether `other` holds a value of exactly this type equal to this one. Exactly: `as?`
+    /// alone would also unwrap an `Optional` or accept a subclass, whose hashes differ, making
+    /// equal keys that hash apart.
     fileprivate func _isEqual(to other: any Hashable) -> Bool {
-        guard let other = other as? Self else { return false }
+        guard type(of: other) == Self.self, let other = other as? Self else { return false }
         return self == other
     }
 }

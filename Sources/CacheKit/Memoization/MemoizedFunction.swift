@@ -237,6 +237,9 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         }
         counters.recordMiss()
         let startEpoch = epoch.load(ordering: .sequentiallyConsistent)
+        // An explicit removal from the cache meanwhile (its `expireAll`, a trigger, `removeAll`)
+        // drops this result, as it detaches an asynchronous call's load.
+        let invalidations = cache._invalidations
         let start = ContinuousClock.now
         let result: Output
         do {
@@ -255,7 +258,9 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             forKey: key,
             cost: cost?(result) ?? 0,
             expiresAfter: expiresAfter,
-            when: .ifAbsentAndCurrent { self.epoch.load(ordering: .sequentiallyConsistent) == startEpoch },
+            when: .ifAbsentAndCurrent(since: invalidations) {
+                self.epoch.load(ordering: .sequentiallyConsistent) == startEpoch
+            },
             admitted: insertionPolicy?(result) ?? true
         ).stored
         return output(of: stored)
