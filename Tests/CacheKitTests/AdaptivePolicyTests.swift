@@ -53,6 +53,88 @@ struct AdaptivePolicyTests {
         }
     }
 
+    /// Hits of `keys` replayed through `cache` (a miss stores the key).
+    static func hits(_ keys: [Int], _ cache: SerialCache<Int, Int>, cost: Int = 0) -> Int {
+        var hits = 0
+        for (step, key) in keys.enumerated() {
+            if cache.value(forKey: key) != nil { hits += 1 } else { cache.setValue(step, forKey: key, cost: cost) }
+        }
+        cache._checkInvariants()
+        return hits
+    }
+
+    @Test(
+        "an eviction veto that approves everything leaves each policy's algorithm running",
+        arguments: EvictionPolicy.allCases
+    )
+    func approvingVetoKeepsThePolicy(policy: EvictionPolicy) {
+        // Skewed requests, and a loop over 1.5x the capacity, which only the scan-resistant
+        // policies hit: before, a veto turned SIEVE into FIFO, and W-TinyLFU on the loop to 0 hits.
+        let skewed = Self.requests(seed: 7, count: 20_000, keySpace: 400)
+        let loop = (0..<40).flatMap { _ in 0..<150 }
+        for keys in [skewed, loop] {
+            let plain = Self.hits(keys, SerialCache(countLimit: 100, policy: policy))
+            let vetoed = SerialCache<Int, Int>(countLimit: 100, policy: policy)
+            vetoed.evictionVeto = { _, _, _ in true }
+            let withVeto = Self.hits(keys, vetoed)
+            #expect(
+                Double(withVeto) >= 0.9 * Double(plain),
+                "\(policy): \(withVeto) hits with the veto, \(plain) without"
+            )
+        }
+    }
+
+    @Test(
+        "a cost limit of N with cost 1 evicts as a count limit of N does",
+        arguments: [EvictionPolicy.lru, .fifo, .lfu, .sieve]
+    )
+    func costLimitEvictsLikeCountLimit(policy: EvictionPolicy) {
+        // Before, SIEVE passed over the just-written entry with its hand left on it, evicting
+        // each new key on the next write.
+        let keys = Self.requests(seed: 3, count: 20_000, keySpace: 400)
+        let byCount = SerialCache<Int, Int>(countLimit: 100, policy: policy)
+        let byCost = SerialCache<Int, Int>(totalCostLimit: 100, policy: policy)
+        let countLog = RemovalLog<Int, Int>()
+        let costLog = RemovalLog<Int, Int>()
+        byCount.removalHandler = countLog.append
+        byCost.removalHandler = costLog.append
+        #expect(Self.hits(keys, byCount) == Self.hits(keys, byCost, cost: 1))
+        #expect(countLog.all.map(\.key) == costLog.all.map(\.key))
+        #expect(Set(byCount.keys) == Set(byCost.keys))
+    }
+
+    @Test("after a raised limit, S3-FIFO fills its main queue again; ARC keeps its target within the capacity")
+    func limitChanges() {
+        let s3 = SerialCache<Int, Int>(countLimit: 10, policy: .s3fifo)
+        for key in 0..<100 { s3[key] = key }
+        s3.countLimit = 1_000
+        for key in 100..<1_090 { s3[key] = key }
+        let small = s3._withState { state -> Int? in
+            guard case .s3fifo(let policy) = state.core.policy else { return nil }
+            return policy.state.pointee.smallCount
+        }
+        // Before, every key after the raise went to the small queue: 991 of 1,000.
+        #expect(small.map { $0 <= 100 } == true, "small queue: \(String(describing: small))")
+
+        let arc = SerialCache<Int, Int>(countLimit: 100, policy: .arc)
+        // Ghost hits in B1 raise the target: scans of new keys, then their return.
+        // Keys used twice (into T2), a scan that pushes T1's oldest into B1, and the scan's keys
+        // again: hits in B1 raise the target.
+        _ = Self.hits(Array(0..<60) + Array(0..<60) + Array(1_000..<1_100) + Array(1_000..<1_050), arc)
+        let raised = arc._withState { state -> Double? in
+            guard case .arc(let policy) = state.core.policy else { return nil }
+            return policy.target
+        }
+        #expect(raised.map { $0 > 10 } == true, "the workload must raise the target: \(String(describing: raised))")
+        arc.countLimit = 10
+        let target = arc._withState { state -> Double? in
+            guard case .arc(let policy) = state.core.policy else { return nil }
+            return policy.target
+        }
+        #expect(target.map { $0 <= 10 } == true, "\(String(describing: target))")
+        arc._checkInvariants()
+    }
+
     @Test("ARC matches the paper's algorithm request by request")
     func arc() { compare(.arc, ARCReference.init) }
 

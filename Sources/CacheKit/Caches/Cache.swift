@@ -230,6 +230,8 @@ public final class Cache<Key: Hashable, Value> {
     public var keys: [Key] { _keys }
 
     /// The entries in eviction order, next victim first. A snapshot; stop early with `break`.
+    /// (SIEVE, S3-FIFO and W-TinyLFU decide at eviction time: for them this is the order their
+    /// queues stand in, and the entry that goes next can be a later one.)
     ///
     /// - Complexity: O(*n*).
     public var entries: [(key: Key, value: Value)] { _entries }

@@ -168,6 +168,24 @@ extension _StateHost {
         let now = expiresAfter == nil ? _timekeeper.now() : _timekeeper.activate()
         typealias Veto = ((Key, Value, RemovalReason) -> Bool)?
         var observer: ((CacheActivity<Key>) -> Void)?
+        // With a veto, room for a new key is made before it is stored (as without one), so that
+        // the policy picks its victims by its own rules, never weighing the new entry: the
+        // write's section finds no room, changes nothing, and the trim runs outside the lock.
+        var vetoed = Set<_SlotVersion>()
+        var madeRoom = false
+        while true {
+            let roomVeto = _withState { state -> Veto in
+                guard !madeRoom, let veto = state.evictionVeto, accepted,
+                    state.core.needsRoom(forNewKey: key, cost: cost)
+                else { return nil }
+                return veto
+            }
+            guard let roomVeto else { break }
+            madeRoom = true
+            _ = _trimCountingRounds(askingVeto: roomVeto, protecting: nil, vetoed: &vetoed) { core in
+                core.room(forNewKey: key, cost: cost)
+            }
+        }
         let (outcome, existing, veto) = _withSweptState(now: now) {
             state,
             removals -> (WriteResult.Outcome, Value?, Veto) in
@@ -219,7 +237,8 @@ extension _StateHost {
         if let existing { return (WriteResult(outcome: outcome), existing) }
         guard let veto else { return (WriteResult(outcome: outcome), value) }
         if case .rejected = outcome { return (WriteResult(outcome: outcome, isOverLimit: _isOverLimit), value) }
-        let isOverLimit = _trim(askingVeto: veto, protecting: key) { $0.limits }
+        let isOverLimit = _trimCountingRounds(askingVeto: veto, protecting: key, vetoed: &vetoed) { $0.limits }
+            .isOverLimit
         return (WriteResult(outcome: outcome, isOverLimit: isOverLimit), value)
     }
 
@@ -431,7 +450,9 @@ extension _StateHost {
         protecting protectedKey: Key?,
         target: (borrowing _Core<Key, Value>) -> _TrimTarget
     ) -> Bool {
-        _trimCountingRounds(askingVeto: veto, protecting: protectedKey, target: target).isOverLimit
+        var vetoed = Set<_SlotVersion>()
+        return _trimCountingRounds(askingVeto: veto, protecting: protectedKey, vetoed: &vetoed, target: target)
+            .isOverLimit
     }
 
     /// `_trim`, also returning how many rounds it took (for tests of its cost).
@@ -439,9 +460,9 @@ extension _StateHost {
     func _trimCountingRounds(
         askingVeto veto: (Key, Value, RemovalReason) -> Bool,
         protecting protectedKey: Key?,
+        vetoed: inout Set<_SlotVersion>,
         target: (borrowing _Core<Key, Value>) -> _TrimTarget
     ) -> (isOverLimit: Bool, rounds: Int) {
-        var vetoed = Set<_SlotVersion>()
         var rounds = 0
         while true {
             rounds += 1

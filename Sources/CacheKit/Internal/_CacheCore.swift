@@ -284,6 +284,17 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             } while count >= countLimit
             bucket = -1
         }
+        if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit - cost {
+            // And room for its cost, before it is linked: a policy picks its victims by its own
+            // rules among the others (passing over the new entry afterwards would, for one,
+            // leave SIEVE's hand resting on it).
+            repeat {
+                let victim = policy.nextVictim(links: links)
+                if victim == -1 { break }
+                removals.append(removeSlot(victim, reason: .evictedForCost))
+            } while totalCost > totalCostLimit - cost
+            bucket = -1
+        }
         if count >= index.maxLoad {
             growIndex()
             bucket = -1
@@ -353,6 +364,25 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         return box
     }
 
+    /// Whether storing `key` (not in the cache) with `cost` would need evictions first.
+    @inlinable
+    func needsRoom(forNewKey key: Key, cost: Int) -> Bool {
+        guard (countLimit > 0 && count >= countLimit) || (totalCostLimit > 0 && totalCost > totalCostLimit - cost)
+        else { return false }
+        return totalCostLimit == 0 || cost <= totalCostLimit ? slot(of: key) < 0 : false
+    }
+
+    /// What the cache must shrink to before `key` can be stored with `cost` (no bound if `key`
+    /// is there already, or would be rejected for its cost).
+    @inlinable
+    func room(forNewKey key: Key, cost: Int) -> _TrimTarget {
+        guard needsRoom(forNewKey: key, cost: cost) else { return _TrimTarget(maxCount: .max, maxCost: .max) }
+        return _TrimTarget(
+            maxCount: countLimit > 0 ? countLimit - 1 : .max,
+            maxCost: totalCostLimit > 0 ? totalCostLimit - cost : .max
+        )
+    }
+
     /// Evicts in eviction order until `target` is met, skipping the slot `protecting`.
     /// Asks no one: for caches without an eviction veto.
     @inlinable
@@ -376,9 +406,13 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     ///
     /// Requires generations (`trackGenerations()`).
     ///
+    /// The first candidate is the one the policy itself picks (`nextVictim`), so that its
+    /// algorithm runs as it does without a veto: SIEVE's hand sweeps, S3-FIFO promotes,
+    /// W-TinyLFU holds its admission contest. The others follow in eviction order.
+    ///
     /// - Complexity: O(*v* + *k*) for *v* vetoed entries walked past and *k* candidates.
     @inlinable
-    func candidates(
+    mutating func candidates(
         for target: _TrimTarget,
         protecting: Int32,
         skipping vetoed: Set<_SlotVersion>,
@@ -386,11 +420,12 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     ) -> [_Candidate<Key, Value>] {
         guard let generations else { preconditionFailure("candidates(for:) needs trackGenerations()") }
         guard target.reasonToEvict(count: count, cost: totalCost) != nil else { return [] }
+        let picked = policy.nextVictim(links: links)
         var result: [_Candidate<Key, Value>] = []
         var remainingCount = count
         var remainingCost = totalCost
         var extra = extra
-        forEachSlotInEvictionOrder { slot in
+        func consider(_ slot: Int32) -> Bool {
             let reason = target.reasonToEvict(count: remainingCount, cost: remainingCost)
             guard reason != nil || extra > 0 else { return false }
             let s = Int(slot)
@@ -411,6 +446,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             remainingCost -= cost(at: slot)
             return true
         }
+        if picked != -1 && !consider(picked) { return result }
+        forEachSlotInEvictionOrder { slot in slot == picked || consider(slot) }
         return result
     }
 

@@ -16,7 +16,8 @@
 ///   marks it passes. Reads are as cheap as FIFO's, and it keeps popular entries as LRU does or
 ///   better, and resists scans.
 /// - ``s3fifo``: S3-FIFO (Yang et al., SOSP 2023). New entries wait in a small FIFO queue; those
-///   read again move to a main queue run as a 2-bit CLOCK; keys evicted from the small queue are
+///   used at least twice there (libCacheSim's threshold) move to a main queue run as a 2-bit
+///   CLOCK; keys evicted from the small queue are
 ///   remembered (by hash) so that a quick return goes straight to the main queue. Excellent on
 ///   web and block workloads where most keys are used once; reads relink nothing.
 /// - ``arc``: the Adaptive Replacement Cache (Megiddo & Modha, FAST 2003). Balances a recency list

@@ -58,7 +58,11 @@ struct _ARCPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    func setCapacity(_ capacity: Int) { state.pointee.capacity = capacity }
+    func setCapacity(_ capacity: Int) {
+        state.pointee.capacity = capacity
+        // The target size of T1 stays within 0...c (ARC's invariant) when c shrinks.
+        if capacity > 0 { state.pointee.p = Swift.min(state.pointee.p, Double(capacity)) }
+    }
 
     @inlinable
     var c: Int {

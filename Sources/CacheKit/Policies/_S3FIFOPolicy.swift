@@ -68,6 +68,12 @@ struct _S3FIFOPolicy: _EvictionPolicy {
     func setCapacity(_ capacity: Int) {
         state.pointee.capacity = capacity
         state.pointee.fixedShares = Self.shares(of: capacity)
+        // Room for more than it holds: the cache fills again, and until it next evicts, new
+        // entries past the small queue's share go to main (as in a cache that never evicted),
+        // rather than piling into the small queue.
+        if capacity == 0 || capacity > state.pointee.smallCount + state.pointee.mainCount {
+            state.pointee.hasEvicted = false
+        }
     }
 
     /// The queue shares of `capacity`: small 10% (at least one entry), main the rest, ghost 90%.

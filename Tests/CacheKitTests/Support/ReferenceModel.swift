@@ -103,9 +103,10 @@ struct ReferenceModel {
         if countLimit > 0 && store.count >= countLimit {
             trim(maxCount: countLimit - 1, maxCost: .max, protecting: nil)
         }
+        // Room for its cost too, before it joins (it cannot be a victim).
+        trim(maxCount: .max, maxCost: costBound - cost, protecting: nil)
         store.append(Entry(key: key, value: value, cost: cost, frequency: 1, stamp: tick()))
         if policy == .lfu { sortLFU() }
-        trim(maxCount: .max, maxCost: costBound, protecting: key)
         return .inserted
     }
 
