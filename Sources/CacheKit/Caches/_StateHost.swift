@@ -171,75 +171,76 @@ extension _StateHost {
         // With a veto, room for a new key is made before it is stored (as without one), so that
         // the policy picks its victims by its own rules, never weighing the new entry: the
         // write's section finds no room, changes nothing, and the trim runs outside the lock.
-        var vetoed = Set<_SlotVersion>()
+        // (Checked inside the write's own section: a write takes the lock once.)
         var madeRoom = false
+        var roomRefused = false  // the veto refused every candidate while making room
         while true {
-            let roomVeto = _withState { state -> Veto in
-                guard !madeRoom, let veto = state.evictionVeto, accepted,
-                    state.core.needsRoom(forNewKey: key, cost: cost)
-                else { return nil }
-                return veto
-            }
-            guard let roomVeto else { break }
-            madeRoom = true
-            _ = _trimCountingRounds(askingVeto: roomVeto, protecting: nil, vetoed: &vetoed) { core in
-                core.room(forNewKey: key, cost: cost)
-            }
-        }
-        let (outcome, existing, veto) = _withSweptState(now: now) {
-            state,
-            removals -> (WriteResult.Outcome, Value?, Veto) in
-            underLock(&state)
-            observer = state.activityObserver
-            switch condition {
-            case .always:
-                // A newer write: a load running for the key must not overwrite it.
-                state.detachLoad(forKey: key)
-            case .ifAbsent(let winsOverLoad):
-                if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
-                if winsOverLoad { state.detachLoad(forKey: key) }
-            case .ifAbsentAndCurrent(let since, let isCurrent):
-                guard state.invalidations == since, isCurrent() else { return (.replaced, value, nil) }
-                if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
-            case .ifLoadCurrent(let id, let refreshing, let version):
-                // A load that was detached answers its waiters with what it loaded, storing nothing.
-                guard state.loads[key]?.id == id else { return (.replaced, value, nil) }
-                state.loads[key] = nil
-                if refreshing >= 0 {
-                    let current = state.core.slot(of: key)
-                    guard current == refreshing, version != nil, state.core.version(of: current) == version else {
-                        return (.replaced, current >= 0 ? state.core.entries[Int(current)].value : value, nil)
+            var needsRoom = false  // plain flags: the write path (no veto) creates nothing to release
+            let (outcome, existing, veto) = _withSweptState(now: now) {
+                state,
+                removals -> (WriteResult.Outcome, Value?, Veto) in
+                if !madeRoom, accepted, state.evictionVeto != nil, state.core.needsRoom(forNewKey: key, cost: cost) {
+                    needsRoom = true
+                    return (.inserted, nil, nil)  // nothing changed; the caller makes room and comes back
+                }
+                underLock(&state)
+                observer = state.activityObserver
+                switch condition {
+                case .always:
+                    // A newer write: a load running for the key must not overwrite it.
+                    state.detachLoad(forKey: key)
+                case .ifAbsent(let winsOverLoad):
+                    if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
+                    if winsOverLoad { state.detachLoad(forKey: key) }
+                case .ifAbsentAndCurrent(let since, let isCurrent):
+                    guard state.invalidations == since, isCurrent() else { return (.replaced, value, nil) }
+                    if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
+                case .ifLoadCurrent(let id, let refreshing, let version):
+                    // A load that was detached answers its waiters with what it loaded, storing nothing.
+                    guard state.loads[key]?.id == id else { return (.replaced, value, nil) }
+                    state.loads[key] = nil
+                    if refreshing >= 0 {
+                        let current = state.core.slot(of: key)
+                        guard current == refreshing, version != nil, state.core.version(of: current) == version else {
+                            return (.replaced, current >= 0 ? state.core.entries[Int(current)].value : value, nil)
+                        }
                     }
                 }
+                guard accepted else {
+                    if let old = state.core.removeValue(forKey: key, reason: .replaced) { removals.append(old) }
+                    return (.rejected(.insertionPolicy), nil, nil)
+                }
+                if expiresAfter != nil { state.core.enableExpiry() }
+                let veto = state.evictionVeto
+                let outcome = state.core.setValue(
+                    value,
+                    forKey: key,
+                    cost: cost,
+                    now: now,
+                    timeToLive: expiresAfter?._nanoseconds,
+                    evictInline: veto == nil,
+                    removals: &removals
+                )
+                return (outcome, nil, veto)
             }
-            guard accepted else {
-                if let old = state.core.removeValue(forKey: key, reason: .replaced) { removals.append(old) }
-                return (.rejected(.insertionPolicy), nil, nil)
+            if needsRoom {
+                madeRoom = true
+                roomRefused = _makeRoom(forNewKey: key, cost: cost)
+                continue
             }
-            if expiresAfter != nil { state.core.enableExpiry() }
-            let veto = state.evictionVeto
-            let outcome = state.core.setValue(
-                value,
-                forKey: key,
-                cost: cost,
-                now: now,
-                timeToLive: expiresAfter?._nanoseconds,
-                evictInline: veto == nil,
-                removals: &removals
-            )
-            return (outcome, nil, veto)
+            if let observer, existing == nil, outcome != .rejected(.costExceedsLimit),
+                outcome != .rejected(.insertionPolicy)
+            {
+                observer(.write(key: key, cost: cost))
+            }
+            if let existing { return (WriteResult(outcome: outcome), existing) }
+            guard let veto else { return (WriteResult(outcome: outcome), value) }
+            if case .rejected = outcome { return (WriteResult(outcome: outcome, isOverLimit: _isOverLimit), value) }
+            // After a refused attempt to make room, asking the same entries again would only
+            // repeat the refusals.
+            let isOverLimit = roomRefused ? _isOverLimit : _trim(askingVeto: veto, protecting: key) { $0.limits }
+            return (WriteResult(outcome: outcome, isOverLimit: isOverLimit), value)
         }
-        if let observer, existing == nil, outcome != .rejected(.costExceedsLimit),
-            outcome != .rejected(.insertionPolicy)
-        {
-            observer(.write(key: key, cost: cost))
-        }
-        if let existing { return (WriteResult(outcome: outcome), existing) }
-        guard let veto else { return (WriteResult(outcome: outcome), value) }
-        if case .rejected = outcome { return (WriteResult(outcome: outcome, isOverLimit: _isOverLimit), value) }
-        let isOverLimit = _trimCountingRounds(askingVeto: veto, protecting: key, vetoed: &vetoed) { $0.limits }
-            .isOverLimit
-        return (WriteResult(outcome: outcome, isOverLimit: isOverLimit), value)
     }
 
     @inlinable
@@ -429,6 +430,16 @@ extension _StateHost {
     static func _report(_ removals: _Removals<Key, Value>, to handler: ((CacheRemoval<Key, Value>) -> Void)?) {
         guard let handler else { return }
         removals.forEach(handler)
+    }
+
+    /// With a veto installed, evicts what storing `key` with `cost` needs room for, asking the
+    /// veto; out of line, as the write path without a veto never comes here.
+    /// Returns whether room is still lacking (every candidate vetoed).
+    @usableFromInline
+    @inline(never)
+    func _makeRoom(forNewKey key: Key, cost: Int) -> Bool {
+        guard let veto = _withState({ $0.evictionVeto }) else { return false }
+        return _trim(askingVeto: veto, protecting: nil) { $0.room(forNewKey: key, cost: cost) }
     }
 
     /// Evicts toward `target` asking `veto` about each candidate outside the critical section.

@@ -32,9 +32,6 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// Per-slot version, bumped on every insert, replace and removal; kept only while an eviction
     /// veto is installed, to tell whether a proposed candidate changed while the veto was asked.
     @usableFromInline var generations: UnsafeMutablePointer<UInt32>?
-    /// How many times `takeAll` replaced the slot storage before this one: fresh storage
-    /// counts generations from 0 again, so a version (`version(of:)`) pairs the two.
-    @usableFromInline var epoch: UInt32
     @usableFromInline var links: _SlotLinks
     @usableFromInline var index: _HashIndex
     @usableFromInline var policy: _AnyPolicy
@@ -54,6 +51,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// operation asks whether it is there, and on an optional of the ~150-byte struct that
     /// question compiled to a copy of it (seen in profiles of caches without expiry).
     @usableFromInline var expiry: UnsafeMutablePointer<_Expiry>?
+    /// How many times `takeAll` replaced the slot storage before this one: fresh storage
+    /// counts generations from 0 again, so a version (`version(of:)`) pairs the two. (Last, so
+    /// that the fields every operation reads keep their places.)
+    @usableFromInline var epoch: UInt32
 
     @inlinable
     init(
