@@ -176,8 +176,11 @@ struct MemoizationPlan {
             )
             return nil
         }
+        // Any enclosing type, not only the nearest: a type nested in a generic one is generic too.
         if storage == .typeProperty,
-            let generics = enclosing?.asProtocol(WithGenericParametersSyntax.self)?.genericParameterClause
+            let generics = lexicalContext.lazy.compactMap({
+                $0.asProtocol(WithGenericParametersSyntax.self)?.genericParameterClause
+            }).first
         {
             error(
                 generics,

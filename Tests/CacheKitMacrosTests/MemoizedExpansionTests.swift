@@ -349,4 +349,34 @@ struct MemoizedExpansionTests {
             ]
         )
     }
+
+    @Test func methodOfATypeNestedInAGenericOneIsAnError() {
+        assertExpansion(
+            """
+            struct Outer<Value> {
+                enum Inner {
+                    @Memoized static func describe(_ n: Int) -> String { "" }
+                }
+            }
+            """,
+            expandedSource: """
+                struct Outer<Value> {
+                    enum Inner {
+                        static func describe(_ n: Int) -> String {
+                            ""
+                        }
+                    }
+                }
+                """,
+            diagnostics: [
+                error(
+                    "@Memoized stores the cache of this method in a static property, which generic types cannot "
+                        + "have; declare the method in a class or actor (whose instances each hold a cache), "
+                        + "or outside the generic type",
+                    line: 1,
+                    column: 13
+                )
+            ]
+        )
+    }
 }

@@ -135,6 +135,29 @@ struct AdaptivePolicyTests {
         arc._checkInvariants()
     }
 
+    @Test("W-TinyLFU keeps what its hill climber learned when the same limit is set again")
+    func sameLimitKeepsTheWindow() {
+        let cache = SerialCache<Int, Int>(countLimit: 100, policy: .wTinyLFU)
+        func window() -> Int? {
+            cache._withState { state -> Int? in
+                guard case .wtinylfu(let policy) = state.core.policy else { return nil }
+                return policy.state.pointee.windowMax
+            }
+        }
+        let initial = window()
+        // Recency-heavy requests (short loops over fresh keys) grow the window.
+        _ = Self.hits(
+            (0..<400).flatMap { round in (0..<3).flatMap { _ in (0..<60).map { round * 1_000 + $0 } } },
+            cache
+        )
+        let learned = window()
+        #expect(learned != initial, "the workload must move the window: \(String(describing: learned))")
+        cache.countLimit = 100
+        #expect(window() == learned)
+        cache.countLimit = 200
+        #expect(window() != learned)  // a new limit starts afresh
+    }
+
     @Test("ARC matches the paper's algorithm request by request")
     func arc() { compare(.arc, ARCReference.init) }
 

@@ -85,6 +85,8 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
 
     @inlinable
     func setCapacity(_ capacity: Int) {
+        // The same limit again keeps what the hill climber learned.
+        guard capacity != state.pointee.capacity || capacity == 0 else { return }
         state.pointee.capacity = capacity
         if capacity > 0 { resize(for: capacity) }
     }
