@@ -44,7 +44,8 @@
 /// ## Options
 /// Every option but `keys` is passed as written to `MemoizedFunction`'s initializer, where its
 /// meaning is documented; each is evaluated where the storage is initialized (once per instance
-/// for per-instance storage, see below), so it may name static members but not `self`.
+/// for per-instance storage, see below), so it may name static members but not `self` (for a
+/// class or actor instance method, through the type's name: `Self` is a compile-time error).
 /// - `countLimit`: the most results kept; `0` (the default) means no limit.
 /// - `totalCostLimit`: the most total `cost` kept; `0` means no limit.
 /// - `policy`: which result leaves first when a limit is reached: any `EvictionPolicy`

@@ -287,6 +287,20 @@ struct MemoizationPlan {
         if case .argumentList(let arguments) = attribute.arguments {
             for argument in arguments {
                 guard argument.label?.text == "keys" else {
+                    // Per-instance storage is a stored property, whose initializer cannot name
+                    // `Self` in a class or actor.
+                    if storage == .instanceProperty,
+                        argument.expression.tokens(viewMode: .sourceAccurate).contains(where: {
+                            $0.tokenKind == .keyword(.Self)
+                        })
+                    {
+                        error(
+                            argument.expression,
+                            "the options of a class or actor instance method are evaluated where each instance's "
+                                + "cache is created, which cannot name 'Self'; name the type instead",
+                            id: "selfInOptions"
+                        )
+                    }
                     initializerArguments.append(argument.with(\.trailingComma, nil).trimmed)
                     continue
                 }

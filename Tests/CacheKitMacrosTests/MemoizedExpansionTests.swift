@@ -379,4 +379,31 @@ struct MemoizedExpansionTests {
             ]
         )
     }
+
+    @Test func selfInTheOptionsOfAClassInstanceMethodIsAnError() {
+        assertExpansion(
+            """
+            final class Service {
+                static let limit = 10
+                @Memoized(countLimit: Self.limit) func load(_ id: Int) -> Int { id }
+            }
+            """,
+            expandedSource: """
+                final class Service {
+                    static let limit = 10
+                    func load(_ id: Int) -> Int {
+                        id
+                    }
+                }
+                """,
+            diagnostics: [
+                error(
+                    "the options of a class or actor instance method are evaluated where each instance's cache is "
+                        + "created, which cannot name 'Self'; name the type instead",
+                    line: 3,
+                    column: 27
+                )
+            ]
+        )
+    }
 }
