@@ -20,7 +20,7 @@ enum Bench {
         in one run: each round runs every case once, and each figure is the median over the rounds. NSCache runs a tenth of the operations
         (it is ~20x slower); ns/op stays comparable. Cache+ttl is Cache with a one-hour time to
         live on every entry (so the clock is read on every operation); Cache-stats is Cache with
-        statistics switched off. Their cost is printed as a ratio to Cache. For SharedCache the
+        statistics switched off. Their cost is printed as a percentage over Cache. For SharedCache the
         run prints its read cost against Cache (get-hit) and its read90 throughput on 2 threads
         against 1. Throughput on N threads is ops / wall time: ns/op halves when 2 threads scale.
 
@@ -28,7 +28,7 @@ enum Bench {
           --capacity N        entries the caches hold (default 50_000)
           --ops N             operations per case (default 1_000_000)
           --repetitions N     runs per case; the median is reported (default 5)
-          --threads LIST      thread counts for the thread-safe subjects (default 1,2)
+          --threads LIST      thread counts for Cache and SharedCache (default 1,2); the others run on 1
           --workloads LIST    \(workloads.joined(separator: ",")) (default: all)
           --subjects LIST     \(subjects.joined(separator: ",")) (default: all)
           --policies LIST     \(EvictionPolicy.allCases.map(\.name).joined(separator: ",")) (default: all)

@@ -3,7 +3,7 @@ import Foundation
 
 // cachekit: CacheKit's command-line tool. Subcommands: simulate (the default) and bench.
 let usage = """
-    usage: cachekit [simulate|bench] [options]
+    usage: cachekit [simulate|bench|help] [options]
 
     subcommands:
       simulate  replay a trace or a built-in workload through every eviction policy and OPT,
@@ -17,7 +17,9 @@ let usage = """
 var arguments = Array(CommandLine.arguments.dropFirst())
 let subcommands: Set = ["simulate", "bench", "help"]
 // A first argument that is not a subcommand (an option, or a trace file) goes to simulate.
-let subcommand = arguments.first.flatMap { subcommands.contains($0) ? $0 : nil } ?? "simulate"
+let subcommand =
+    ["--help", "-h"].contains(arguments.first ?? "")
+    ? "help" : arguments.first.flatMap { subcommands.contains($0) ? $0 : nil } ?? "simulate"
 if arguments.first == subcommand { arguments.removeFirst() }
 
 do {

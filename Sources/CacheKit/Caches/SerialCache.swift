@@ -7,7 +7,8 @@
 /// ```
 ///
 /// The YapCache role: a strict cache whose limits hold before each write returns, with the
-/// same API, policies, limits, removal handler and eviction veto as ``Cache``, minus the lock.
+/// same API, policies, limits, removal handler and eviction veto as ``Cache``, minus the lock
+/// and what needs threads (loaders, notification and async-sequence triggers, monitors).
 ///
 /// **`SerialCache` is not thread-safe.** It is not `Sendable`; keep each instance inside one
 /// isolation domain (an actor, a serial queue, a single thread). Use ``Cache`` to share one.
@@ -108,7 +109,8 @@ public final class SerialCache<Key: Hashable, Value> {
     /// See ``Cache/setValue(_:forKey:cost:expiresAfter:)``: the rules are the same.
     ///
     /// - Precondition: `cost` is not negative; `expiresAfter` is positive.
-    /// - Complexity: O(1) amortized, plus O(1) per entry evicted; O(log *n*) with expiry.
+    /// - Complexity: O(1) amortized, plus O(1) per entry evicted; O(log *n*) with a per-entry
+    ///   `expiresAfter`.
     @inlinable
     @discardableResult
     public func setValue(_ value: Value, forKey key: Key, cost: Int = 0, expiresAfter: Duration? = nil) -> WriteResult {

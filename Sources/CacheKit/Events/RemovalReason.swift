@@ -7,8 +7,9 @@ public enum RemovalReason: String, Hashable, Sendable, CaseIterable {
     case evictedForCount
     /// Evicted by the policy to keep the cache within its `totalCostLimit`.
     case evictedForCost
-    /// A new value was written for the key. Also the reason when the new value was rejected
-    /// (its cost alone exceeds `totalCostLimit`) and the old value was dropped with it.
+    /// A new value was written for the key. Also the reason when the new value was rejected (its
+    /// cost alone exceeds `totalCostLimit`, or the insertion policy refused it) and the old value
+    /// was dropped with it.
     case replaced
     /// Removed by `removeValue(forKey:)`, `removeValues(forKeys:)` or a `nil` subscript write.
     case removed

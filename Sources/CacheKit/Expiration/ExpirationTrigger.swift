@@ -7,7 +7,7 @@ import Foundation
 ///
 /// ```swift
 /// let trigger = cache.expireAll(whenever: configReloads)  // any AsyncSequence
-/// cache.expireAll(on: .didReceiveMemoryWarning)           // a NotificationCenter name
+/// cache.expireAll(on: UIApplication.didReceiveMemoryWarningNotification)           // a NotificationCenter name
 /// trigger.cancel()                                         // stop listening
 /// ```
 ///

@@ -298,7 +298,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     /// The number of entries (expired ones are removed first).
     ///
-    /// - Complexity: O(1), plus O(1) per expired entry removed.
+    /// - Complexity: O(*w* + *r*) to apply the *w* queued writes and replay the *r* buffered
+    ///   reads first (under the exclusive lock), plus O(1) per expired entry removed.
     public var count: Int { _exclusive { state, _ in state.core.count } }
 
     /// The total cost of the entries.
@@ -385,8 +386,9 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         awaitDeliveries()
     }
 
-    /// ``flush()`` for async contexts: applies the queued writes without blocking a task for
-    /// longer than the drain itself.
+    /// ``flush()`` under the name async code expects. It blocks the calling thread as ``flush()``
+    /// does: while the queued writes are applied and, if no one else is delivering, while the
+    /// removal handler hears what they removed.
     public func settle() async { flush() }
 
     // MARK: Events
