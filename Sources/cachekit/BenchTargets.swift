@@ -38,19 +38,27 @@ final class DictionaryTarget: BenchTarget {
     // The dictionary lives behind a pointer rather than in a `var` property: a class's stored
     // `var` pays a dynamic exclusivity check (`swift_beginAccess`) on every access, which would
     // handicap the baseline with work a local `Dictionary` never does.
+    // The ring of inserted keys too (a review found `var` properties here paying that check on
+    // every evicting set).
     private let storage: UnsafeMutablePointer<[Int: Int]>
-    private var ring: [Int] = []
-    private var ringHead = 0
+    private let ring: UnsafeMutablePointer<Int>
+    private let ringState: UnsafeMutablePointer<(count: Int, head: Int)>
     private let boundedTo: Int?
 
     init(boundedTo capacity: Int?) {
         self.boundedTo = capacity
         storage = .allocate(capacity: 1)
         storage.initialize(to: [:])
-        if let capacity { ring.reserveCapacity(capacity) }
+        ring = .allocate(capacity: Swift.max(capacity ?? 0, 1))
+        ringState = .allocate(capacity: 1)
+        ringState.initialize(to: (0, 0))
     }
 
-    deinit { storage.deinitialize(count: 1).deallocate() }
+    deinit {
+        storage.deinitialize(count: 1).deallocate()
+        ring.deallocate()
+        ringState.deallocate()
+    }
 
     func get(_ key: Int) -> Int? { storage.pointee[key] }
 
@@ -60,12 +68,14 @@ final class DictionaryTarget: BenchTarget {
             return
         }
         if storage.pointee.updateValue(value, forKey: key) != nil { return }
-        if ring.count < capacity {
-            ring.append(key)
+        if ringState.pointee.count < capacity {
+            ring[ringState.pointee.count] = key
+            ringState.pointee.count += 1
         } else {
-            storage.pointee.removeValue(forKey: ring[ringHead])
-            ring[ringHead] = key
-            ringHead = ringHead + 1 == capacity ? 0 : ringHead + 1
+            let head = ringState.pointee.head
+            storage.pointee.removeValue(forKey: ring[head])
+            ring[head] = key
+            ringState.pointee.head = head + 1 == capacity ? 0 : head + 1
         }
     }
 }
