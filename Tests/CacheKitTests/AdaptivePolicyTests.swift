@@ -138,24 +138,24 @@ struct AdaptivePolicyTests {
     @Test("W-TinyLFU keeps what its hill climber learned when the same limit is set again")
     func sameLimitKeepsTheWindow() {
         let cache = SerialCache<Int, Int>(countLimit: 100, policy: .wTinyLFU)
+        _ = Self.hits(Self.requests(seed: 5, count: 5_000, keySpace: 400), cache)
         func window() -> Int? {
             cache._withState { state -> Int? in
                 guard case .wtinylfu(let policy) = state.core.policy else { return nil }
                 return policy.state.pointee.windowMax
             }
         }
-        let initial = window()
-        // Recency-heavy requests (short loops over fresh keys) grow the window.
-        _ = Self.hits(
-            (0..<400).flatMap { round in (0..<3).flatMap { _ in (0..<60).map { round * 1_000 + $0 } } },
-            cache
-        )
-        let learned = window()
-        #expect(learned != initial, "the workload must move the window: \(String(describing: learned))")
+        // What the climber may have learned (set directly: whether a given workload moves the
+        // window depends on the process's hash seed, through the sketch).
+        cache._withState { state in
+            guard case .wtinylfu(let policy) = state.core.policy else { return }
+            policy.state.pointee.windowMax = 17
+        }
         cache.countLimit = 100
-        #expect(window() == learned)
+        #expect(window() == 17)
         cache.countLimit = 200
-        #expect(window() != learned)  // a new limit starts afresh
+        #expect(window() == 2)  // a new limit starts afresh: 1% of 200
+        cache._checkInvariants()
     }
 
     @Test("ARC matches the paper's algorithm request by request")
