@@ -28,6 +28,12 @@ private func error(_ message: String, line: Int, column: Int) -> DiagnosticSpec 
     DiagnosticSpec(message: message, line: line, column: column)
 }
 
+/// The diagnostic for a method whose cache would be a static property of a generic type.
+private let genericTypeStaticMessage =
+    "@Memoized stores the cache of this method in a static property, which generic types cannot "
+    + "have; declare the method in a class or actor (whose instances each hold a cache), "
+    + "or outside the generic type"
+
 @Suite("@Memoized expansion")
 struct MemoizedExpansionTests {
     @Test func asyncThrowingMethodOfAClassHasACachePerInstance() {
@@ -340,9 +346,7 @@ struct MemoizedExpansionTests {
                 """,
             diagnostics: [
                 error(
-                    "@Memoized stores the cache of this method in a static property, which generic types cannot "
-                        + "have; declare the method in a class or actor (whose instances each hold a cache), "
-                        + "or outside the generic type",
+                    genericTypeStaticMessage,
                     line: 1,
                     column: 11
                 )
@@ -370,9 +374,7 @@ struct MemoizedExpansionTests {
                 """,
             diagnostics: [
                 error(
-                    "@Memoized stores the cache of this method in a static property, which generic types cannot "
-                        + "have; declare the method in a class or actor (whose instances each hold a cache), "
-                        + "or outside the generic type",
+                    genericTypeStaticMessage,
                     line: 1,
                     column: 13
                 )

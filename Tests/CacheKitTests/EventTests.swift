@@ -230,10 +230,7 @@ struct EventTests {
         // The same trim again, counting its rounds: each proposes at least as many candidates as
         // were refused before it, so they grow geometrically (a round per refusal before).
         let refuse: (Int, Int, RemovalReason) -> Bool = { _, _, _ in false }
-        var vetoed = Set<_SlotVersion>()
-        let (overLimit, rounds) = cache._trimCountingRounds(askingVeto: refuse, protecting: nil, vetoed: &vetoed) {
-            $0.limits
-        }
+        let (overLimit, rounds) = cache._trimCountingRounds(askingVeto: refuse, protecting: nil) { $0.limits }
         #expect(overLimit)
         #expect(rounds <= 2 + Int(log2(Double(n))), "\(rounds) rounds")
     }

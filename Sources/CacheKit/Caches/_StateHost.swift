@@ -461,9 +461,7 @@ extension _StateHost {
         protecting protectedKey: Key?,
         target: (borrowing _Core<Key, Value>) -> _TrimTarget
     ) -> Bool {
-        var vetoed = Set<_SlotVersion>()
-        return _trimCountingRounds(askingVeto: veto, protecting: protectedKey, vetoed: &vetoed, target: target)
-            .isOverLimit
+        _trimCountingRounds(askingVeto: veto, protecting: protectedKey, target: target).isOverLimit
     }
 
     /// `_trim`, also returning how many rounds it took (for tests of its cost).
@@ -471,9 +469,9 @@ extension _StateHost {
     func _trimCountingRounds(
         askingVeto veto: (Key, Value, RemovalReason) -> Bool,
         protecting protectedKey: Key?,
-        vetoed: inout Set<_SlotVersion>,
         target: (borrowing _Core<Key, Value>) -> _TrimTarget
     ) -> (isOverLimit: Bool, rounds: Int) {
+        var vetoed = Set<_SlotVersion>()
         var rounds = 0
         while true {
             rounds += 1

@@ -183,8 +183,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// Stores `value` for `key`.
     ///
     /// With `evictInline`, the limits are enforced before returning: for a new key the cache
-    /// first makes room (so a new entry is never its own victim), then evicts for cost, never
-    /// the entry just written. Without it (an eviction veto is installed) the owner trims
+    /// first makes room for one more entry and for its cost (so a new entry is never its own
+    /// victim); a replaced key's new cost evicts others, never it. Without it (an eviction veto is installed) the owner trims
     /// through `candidates`/`evict` instead. `knownHash`, when given, is `key.hashValue`.
     @inlinable
     mutating func setValue(
@@ -312,9 +312,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         count += 1
         policy.didInsert(slot, links: links)
         if let expiry { expiry.pointee.didWrite(slot, now: now, timeToLive: timeToLive) }
-        if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit {
-            trim(to: limits, protecting: slot, removals: &removals)
-        }
+        // No trim for cost here: room was made above (a cost above the limit never gets here).
         return .inserted
     }
 
@@ -368,9 +366,9 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// Whether storing `key` (not in the cache) with `cost` would need evictions first.
     @inlinable
     func needsRoom(forNewKey key: Key, cost: Int) -> Bool {
-        guard (countLimit > 0 && count >= countLimit) || (totalCostLimit > 0 && totalCost > totalCostLimit - cost)
-        else { return false }
-        return totalCostLimit == 0 || cost <= totalCostLimit ? slot(of: key) < 0 : false
+        if totalCostLimit > 0 && cost > totalCostLimit { return false }  // rejected, not stored
+        let full = (countLimit > 0 && count >= countLimit) || (totalCostLimit > 0 && totalCost > totalCostLimit - cost)
+        return full && slot(of: key) < 0
     }
 
     /// What the cache must shrink to before `key` can be stored with `cost` (no bound if `key`
@@ -419,7 +417,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         skipping vetoed: Set<_SlotVersion>,
         extra: Int = 0
     ) -> [_Candidate<Key, Value>] {
-        guard let generations else { preconditionFailure("candidates(for:) needs trackGenerations()") }
+        guard generations != nil else { preconditionFailure("candidates(for:) needs trackGenerations()") }
         guard target.reasonToEvict(count: count, cost: totalCost) != nil else { return [] }
         let picked = policy.nextVictim(links: links)
         var result: [_Candidate<Key, Value>] = []
@@ -430,7 +428,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             let reason = target.reasonToEvict(count: remainingCount, cost: remainingCost)
             guard reason != nil || extra > 0 else { return false }
             let s = Int(slot)
-            let identity = _SlotVersion(slot: slot, version: UInt64(epoch) << 32 | UInt64(generations[s]))
+            let identity = _SlotVersion(slot: slot, version: trackedVersion(of: slot))
             guard slot != protecting && !vetoed.contains(identity) else { return true }
             if reason == nil { extra -= 1 }
             result.append(
@@ -460,11 +458,11 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         target: _TrimTarget,
         removals: inout _Removals<Key, Value>
     ) {
-        guard let generations else { preconditionFailure("evict(_:) needs trackGenerations()") }
+        guard generations != nil else { preconditionFailure("evict(_:) needs trackGenerations()") }
         for candidate in approved {
             guard target.reasonToEvict(count: count, cost: totalCost) != nil else { return }
             let s = Int(candidate.slot)
-            guard s < slotsUsed, UInt64(epoch) << 32 | UInt64(generations[s]) == candidate.version else { continue }
+            guard s < slotsUsed, trackedVersion(of: candidate.slot) == candidate.version else { continue }
             removals.append(removeSlot(candidate.slot, reason: candidate.reason))
         }
     }
@@ -526,8 +524,13 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// purge, a refresh) checks before acting on the slot.
     @inlinable
     func version(of slot: Int32) -> UInt64? {
-        guard let generations else { return nil }
-        return UInt64(epoch) << 32 | UInt64(generations[Int(slot)])
+        generations == nil ? nil : trackedVersion(of: slot)
+    }
+
+    /// `version(of:)` where generations are kept.
+    @inlinable
+    func trackedVersion(of slot: Int32) -> UInt64 {
+        UInt64(epoch) << 32 | UInt64(generations.unsafelyUnwrapped[Int(slot)])
     }
 
     /// Marks a change of slot `s`. An insert and a removal add 1 and an update adds 2, so that a

@@ -15,7 +15,7 @@ extension SharedCache {
             state.core.forEachSlotInEvictionOrder { slot in
                 if !state.core._isExpired(slot, now: now) {
                     let entry = state.core.entries[Int(slot)]
-                    let version = state.core.version(of: slot).unsafelyUnwrapped
+                    let version = state.core.trackedVersion(of: slot)
                     result.append((_PurgeTarget(key: entry.key, slot: slot, version: version), entry.value))
                 }
                 return true
