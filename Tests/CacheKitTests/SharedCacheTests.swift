@@ -53,6 +53,23 @@ struct SharedCacheTests {
         #expect(log.all == [CacheRemoval(key: 1, value: 1, reason: .replaced)])
     }
 
+    @Test("reads are buffered for the policy only when it is bounded and orders by reads (not FIFO)")
+    func readsTrackedOnlyWhereTheyMatter() {
+        func tracks(_ cache: SharedCache<Int, Int>) -> Bool { cache._tracksReads.load(ordering: .relaxed) }
+        let fifo = SharedCache<Int, Int>(policy: .fifo)
+        let lru = SharedCache<Int, Int>(policy: .lru)
+        #expect(!tracks(fifo))
+        #expect(!tracks(lru))
+        fifo.countLimit = 10
+        lru.countLimit = 10
+        fifo.flush()
+        lru.flush()
+        #expect(!tracks(fifo))
+        #expect(tracks(lru))
+        #expect(!tracks(SharedCache<Int, Int>(countLimit: 10, policy: .fifo)))
+        #expect(tracks(SharedCache<Int, Int>(totalCostLimit: 10, policy: .sieve)))
+    }
+
     @Test(
         "a bounded cache evicts like its policy, reads included, compared with a reference model",
         arguments: [EvictionPolicy.lru, .fifo, .lfu]

@@ -452,7 +452,10 @@ extension SharedCache {
 
     private func enforceLimits(removals: inout [CacheRemoval<Key, Value>]) {
         let core = _state
-        _tracksReads.store(core.pointee.core.countLimit > 0 || core.pointee.core.totalCostLimit > 0, ordering: .relaxed)
+        _tracksReads.store(
+            _policyHearsReads && (core.pointee.core.countLimit > 0 || core.pointee.core.totalCostLimit > 0),
+            ordering: .relaxed
+        )
         var removed = _Removals<Key, Value>()
         core.pointee.core.trim(to: core.pointee.core.limits, protecting: -1, removals: &removed)
         collect(removed, into: &removals)

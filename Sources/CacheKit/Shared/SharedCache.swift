@@ -36,7 +36,7 @@ import Synchronization
 ///
 /// ## Limits and policies
 /// Unbounded by default (YMCache's behaviour). With a `countLimit` or `totalCostLimit` it evicts
-/// by any ``EvictionPolicy``. Readers cannot reorder the policy's lists while they share the lock,
+/// by any ``EvictionPolicy``. (FIFO ignores reads, so a FIFO cache's readers record nothing.) Readers cannot reorder the policy's lists while they share the lock,
 /// so each stripe buffers the slots its readers used (up to 64), and the next drain replays them
 /// before it applies writes, as Caffeine does. The reader that fills a buffer replays it itself
 /// under a policy lock of its own while other readers go on (a replay relinks only the lists,
@@ -76,8 +76,10 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @usableFromInline let _timekeeper: _Timekeeper
     /// Reads must take the lock exclusively (a time to idle is set).
     @usableFromInline let _exclusiveReads: Bool
-    /// Reads are buffered for the policy (a limit is set).
+    /// Reads are buffered for the policy (a limit is set, and the policy orders by reads).
     @usableFromInline let _tracksReads = Atomic<Bool>(false)
+    /// The policy orders entries by reads (every policy but FIFO, whose order is insertion's).
+    let _policyHearsReads: Bool
     @usableFromInline let _recordsStatistics = Atomic<Bool>(true)
     /// Whether queued writes are applied in the background (always, but in tests that need
     /// writes to stay queued until a read, `flush()` or bulk operation applies them).
@@ -155,7 +157,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         _timekeeper = _Timekeeper(clock, active: expiration.isActive)
         _pendingKeys = _PendingFilter(capacity: countLimit)
         _exclusiveReads = expiration.afterAccess != nil
-        _tracksReads.store(countLimit > 0 || totalCostLimit > 0, ordering: .relaxed)
+        _policyHearsReads = policy.kind != .fifo
+        _tracksReads.store(_policyHearsReads && (countLimit > 0 || totalCostLimit > 0), ordering: .relaxed)
         self.evictionDecider = evictionDecider
         clockSleep = { try await clock.sleep(for: $0) }
         drainQueue = DispatchQueue(label: "CacheKit.SharedCache.\(name)")
