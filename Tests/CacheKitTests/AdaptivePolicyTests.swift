@@ -514,8 +514,9 @@ struct WTinyLFUReference: ReferencePolicy {
         var candidate: Int?
         var candidateInWindow = false
         while window.count >= windowMax && !window.isEmpty {
-            candidate = window.removeFirst()
-            probation.append(candidate!)
+            let moving = window.removeFirst()
+            if candidate == nil { candidate = moving }  // the oldest moved contests (Caffeine)
+            probation.append(moving)
         }
         if candidate == nil {
             candidate = window.first
