@@ -18,6 +18,8 @@ extension Cache {
     }
 
     /// Counts of hits, misses, removals by reason and loads. See ``CacheStatistics``.
+    ///
+    /// - Complexity: O(1): a copy of a dozen counters.
     public var statistics: CacheStatistics { _statistics }
 
     /// Whether the cache counts ``statistics`` (`true` by default). While `false`, nothing is
@@ -28,6 +30,8 @@ extension Cache {
     }
 
     /// Sets every count in ``statistics`` to zero.
+    ///
+    /// - Complexity: O(1).
     public func resetStatistics() { _resetStatistics() }
 }
 
@@ -48,6 +52,8 @@ extension SerialCache {
     }
 
     /// Counts of hits, misses, removals by reason and loads. See ``CacheStatistics``.
+    ///
+    /// - Complexity: O(1): a copy of a dozen counters.
     public var statistics: CacheStatistics { _statistics }
 
     /// Whether the cache counts ``statistics`` (`true` by default).
@@ -57,6 +63,8 @@ extension SerialCache {
     }
 
     /// Sets every count in ``statistics`` to zero.
+    ///
+    /// - Complexity: O(1).
     public func resetStatistics() { _resetStatistics() }
 }
 

@@ -197,14 +197,22 @@ public final class Cache<Key: Hashable, Value> {
     public func removeAll() { _removeAll(reason: .removedAll) }
 
     /// The number of entries.
+    ///
+    /// - Complexity: O(1), plus O(1) per expired entry removed first.
     public var count: Int { _count }
 
     /// The sum of the costs of all entries.
+    ///
+    /// - Complexity: O(1), plus O(1) per expired entry removed first.
     public var totalCost: Int { _totalCost }
 
     /// The most entries the cache holds; `0` means no limit. Lowering it evicts at once.
     ///
     /// - Precondition: not negative.
+    ///
+    /// - Complexity: O(1) to read. Setting evicts at once: O(*k*) for the *k* entries it removes,
+    ///   plus O(1) per expired entry swept first (with an eviction veto, O(log *v*) rounds for *v*
+    ///   refusals).
     public var countLimit: Int {
         get { _withState { $0.core.countLimit } }
         set {
@@ -216,6 +224,8 @@ public final class Cache<Key: Hashable, Value> {
     /// The most total cost the cache holds; `0` means no limit. Lowering it evicts at once.
     ///
     /// - Precondition: not negative.
+    ///
+    /// - Complexity: O(1) to read. Setting evicts at once, as setting ``countLimit`` does.
     public var totalCostLimit: Int {
         get { _withState { $0.core.totalCostLimit } }
         set {
@@ -225,6 +235,8 @@ public final class Cache<Key: Hashable, Value> {
     }
 
     /// Whether the cache holds more than a limit allows, because ``evictionVeto`` kept entries.
+    ///
+    /// - Complexity: O(1), plus O(1) per expired entry removed first.
     public var isOverLimit: Bool { _isOverLimit }
 
     /// The keys in eviction order: the entry that would be evicted next comes first (for LRU,
@@ -282,6 +294,8 @@ public final class Cache<Key: Hashable, Value> {
     /// Frees memory as ``memoryPressureAction`` says: empties the cache or trims it, in eviction
     /// order, asking ``evictionVeto`` and reporting each eviction with reason
     /// ``RemovalReason/memoryPressure``. Call it from a memory warning or a pressure monitor.
+    ///
+    /// - Complexity: O(*n*) to remove every entry; O(*k*) to trim *k* entries.
     public func handleMemoryPressure() { _handleMemoryPressure() }
 
     /// Checks the engine's internal consistency, trapping on the first disagreement. For tests.

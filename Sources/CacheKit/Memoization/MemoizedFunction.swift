@@ -210,6 +210,8 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     }
 
     /// What this function has counted since it was created or ``resetStatistics()``.
+    ///
+    /// - Complexity: O(1).
     public var statistics: MemoStatistics { counters.snapshot }
 
     /// Sets every count in ``statistics`` to zero.

@@ -53,6 +53,9 @@ extension SharedCache {
     /// `.trim(toFraction:)` evicts in eviction order down to that fraction (reason
     /// ``RemovalReason/memoryPressure``). To run the eviction decider instead, call
     /// ``purgeEvictableItems(context:)``.
+    ///
+    /// - Complexity: O(*n*) to remove every entry, O(*k*) to trim *k* entries, plus ``flush()``'s
+    ///   cost: it applies the queue before it returns.
     public func handleMemoryPressure(_ action: MemoryPressureAction = .removeAll) {
         if action == .removeAll {
             _enqueue(.removeAll(.memoryPressure))

@@ -306,10 +306,15 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     public var count: Int { _exclusive { state, _ in state.core.count } }
 
     /// The total cost of the entries.
+    ///
+    /// - Complexity: the same as ``count``.
     public var totalCost: Int { _exclusive { state, _ in state.core.totalCost } }
 
     /// The most entries the cache holds (`0`: no limit). Setting it queues a write that evicts
     /// down to the new limit.
+    ///
+    /// - Complexity: O(1) to read (under the shared lock); setting queues a write in O(1)
+    ///   amortized, and the drain that applies it evicts in O(*k*) for the *k* entries it removes.
     public var countLimit: Int {
         get { _reading { state, _ in state.core.countLimit } }
         set {
@@ -319,6 +324,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     }
 
     /// The most total cost the cache holds (`0`: no limit). Setting it queues a write.
+    ///
+    /// - Complexity: as ``countLimit``.
     public var totalCostLimit: Int {
         get { _reading { state, _ in state.core.totalCostLimit } }
         set {
@@ -348,41 +355,61 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     /// Queues writes of every pair, applied as one operation (YMCache's
     /// `addEntriesFromDictionary:`).
+    ///
+    /// - Complexity: O(*m*) for the caller to copy the *m* pairs and queue them; the drain applies
+    ///   them in O(*m*) plus O(*k*) for *k* evictions.
     @inlinable
     public func addEntries<S: Sequence>(from entries: S) where S.Element == (key: Key, value: Value) {
         _enqueue(.merge(Array(entries), now: _timekeeper.now()))
     }
 
     /// Queues writes of every key-value pair of `dictionary`, applied as one operation.
+    ///
+    /// - Complexity: O(*m*) for the caller to copy the *m* pairs and queue them; the drain applies
+    ///   them in O(*m*) plus O(*k*) for *k* evictions.
     @inlinable
     public func addEntries(from dictionary: [Key: Value]) {
         _enqueue(.merge(dictionary.map { ($0.key, $0.value) }, now: _timekeeper.now()))
     }
 
     /// Queues the removal of `key`'s entry.
+    ///
+    /// - Complexity: O(1) amortized for the caller; the drain applies it in O(1).
     @inlinable
     public func removeValue(forKey key: Key) { _enqueue(.remove([key])) }
 
     /// Queues the removal of every key in `keys`, applied as one operation.
+    ///
+    /// - Complexity: O(*k*) for the caller to copy the *k* keys; the drain applies them in O(*k*).
     @inlinable
     public func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key { _enqueue(.remove(Array(keys))) }
 
     /// Queues the removal of every entry, applied as one operation (reason
     /// ``RemovalReason/removedAll``).
+    ///
+    /// - Complexity: O(1) amortized for the caller; the drain applies it in O(*n*).
     @inlinable
     public func removeAll() { _enqueue(.removeAll(.removedAll)) }
 
     /// Queues the expiry of every entry at once (reason ``RemovalReason/expired``).
+    ///
+    /// - Complexity: O(1) amortized for the caller; the drain applies it in O(*n*).
     @inlinable
     public func expireAll() { _enqueue(.removeAll(.expired)) }
 
     /// Removes the entries that have expired, now.
+    ///
+    /// - Complexity: O(*w* + *r*) to apply the *w* queued writes and replay the *r* buffered reads
+    ///   (under the exclusive lock), plus O(1) per expired entry removed.
     @inlinable
     public func removeExpired() { _exclusive { _, _ in } }
 
     /// Applies every write issued before this call, on the calling thread, and returns once the
     /// removal handler has heard every removal they caused (called from the handler itself, it
     /// does not wait for the delivery in progress).
+    ///
+    /// - Complexity: O(*w* + *r*) to apply the *w* queued writes and replay the *r* buffered reads,
+    ///   plus what their removals cost the removal handler.
     @inlinable
     public func flush() {
         _exclusive { _, _ in }
@@ -392,6 +419,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// ``flush()`` under the name async code expects. It blocks the calling thread as ``flush()``
     /// does: while the queued writes are applied and, if no one else is delivering, while the
     /// removal handler hears what they removed.
+    ///
+    /// - Complexity: as ``flush()``.
     public func settle() async { flush() }
 
     // MARK: Events
@@ -412,6 +441,9 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     // MARK: Statistics
 
     /// Requests, removals by reason. Loads are not counted (a shared cache has no loader).
+    ///
+    /// - Complexity: O(*w* + *r*), as ``count``: it takes the exclusive lock, so it first applies
+    ///   queued writes and replays buffered reads.
     public var statistics: CacheStatistics {
         _exclusive { state, _ in
             var snapshot = state.core.stats.snapshot
@@ -432,6 +464,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     }
 
     /// Sets every count in ``statistics`` to zero.
+    ///
+    /// - Complexity: O(*w* + *r*), as ``statistics``.
     public func resetStatistics() {
         _exclusive { state, _ in
             state.core.stats.reset()
