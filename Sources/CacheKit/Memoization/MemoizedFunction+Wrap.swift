@@ -13,6 +13,9 @@ extension MemoizedFunction {
     /// let slowSquare: (Int) -> Int = { $0 * $0 }
     /// let square = MemoizedFunction<Int>("square", countLimit: 100).wrap(slowSquare)
     /// ```
+    ///
+    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
+    ///   plus `function` on a miss.
     public func wrap<each Argument: Hashable & Sendable>(
         _ function: @escaping (repeat each Argument) -> Output
     ) -> (repeat each Argument) -> Output {
@@ -23,6 +26,9 @@ extension MemoizedFunction {
 
     /// The throwing `function`, memoized: its results are stored under all of its arguments; what
     /// it throws reaches the caller and is not stored.
+    ///
+    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
+    ///   plus `function` on a miss.
     public func wrap<each Argument: Hashable & Sendable>(
         _ function: @escaping (repeat each Argument) throws -> Output
     ) -> (repeat each Argument) throws -> Output {
@@ -36,6 +42,9 @@ extension MemoizedFunction {
     /// `function`, memoized, with its results stored under the key `key` makes of its arguments:
     /// a subset (`{ location, _ in location }`) or a derived value. Arguments left out of the key
     /// need not be `Hashable`; calls whose keys are equal must have interchangeable results.
+    ///
+    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
+    ///   plus `function` on a miss.
     public func wrap<each Argument, Key: Hashable & Sendable>(
         _ function: @escaping (repeat each Argument) -> Output,
         key: @escaping (repeat each Argument) -> Key
@@ -47,6 +56,9 @@ extension MemoizedFunction {
 
     /// The throwing `function`, memoized, with its results stored under the key `key` makes of
     /// its arguments.
+    ///
+    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
+    ///   plus `function` on a miss.
     public func wrap<each Argument, Key: Hashable & Sendable>(
         _ function: @escaping (repeat each Argument) throws -> Output,
         key: @escaping (repeat each Argument) -> Key
@@ -60,6 +72,9 @@ extension MemoizedFunction {
 
     /// The `async` `function`, memoized and single-flight: its results are stored under all of its
     /// arguments, and concurrent calls with equal arguments run it once.
+    ///
+    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
+    ///   plus `function` on a miss.
     public func wrap<each Argument: Hashable & Sendable>(
         _ function: @escaping @Sendable (repeat each Argument) async throws -> Output
     ) -> @Sendable (repeat each Argument) async throws -> Output {
@@ -74,6 +89,9 @@ extension MemoizedFunction {
     /// The `async` `function`, memoized and single-flight, with its results stored under the key
     /// `key` makes of its arguments. The arguments must be `Sendable`: the function runs in a
     /// task of its own.
+    ///
+    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
+    ///   plus `function` on a miss.
     public func wrap<each Argument: Sendable, Key: Hashable & Sendable>(
         _ function: @escaping @Sendable (repeat each Argument) async throws -> Output,
         key: @escaping @Sendable (repeat each Argument) -> Key
@@ -88,6 +106,9 @@ extension MemoizedFunction {
 
     /// The non-throwing `async` `function`, memoized and single-flight (see
     /// the throwing `call(arguments:_:)`).
+    ///
+    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
+    ///   plus `function` on a miss.
     public func wrap<each Argument: Hashable & Sendable>(
         _ function: @escaping @Sendable (repeat each Argument) async -> Output
     ) -> @Sendable (repeat each Argument) async -> Output {
@@ -101,6 +122,9 @@ extension MemoizedFunction {
 
     /// The non-throwing `async` `function`, memoized and single-flight, with its results stored
     /// under the key `key` makes of its arguments.
+    ///
+    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
+    ///   plus `function` on a miss.
     public func wrap<each Argument: Sendable, Key: Hashable & Sendable>(
         _ function: @escaping @Sendable (repeat each Argument) async -> Output,
         key: @escaping @Sendable (repeat each Argument) -> Key

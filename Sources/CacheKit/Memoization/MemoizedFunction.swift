@@ -331,6 +331,8 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     /// by concurrent calls with equal keys. If `compute` calls this function with its own key
     /// (which would wait for itself), that inner call runs `compute` uncached instead, as it would
     /// without memoization.
+    ///
+    /// - Complexity: O(1) on a hit; on a miss, O(1) plus `compute`.
     // Disfavored: a closure that awaits nothing then picks the synchronous overload, instead of
     // being ambiguous in an async context.
     @_disfavoredOverload
