@@ -436,6 +436,39 @@ struct RefreshTests {
     }
 }
 
+extension RefreshTests {
+    @Test(
+        "a miss during a refresh whose entry left waits for it, and the refreshed value is stored",
+        arguments: [Departure.expiredByTime, .evicted]
+    )
+    func missJoinsRefresh(departure: Departure) async throws {
+        let clock = ManualClock()
+        let cache = Cache<String, String>(
+            countLimit: 1,
+            expiration: Expiration(afterWrite: .seconds(100), refreshAfterWrite: .seconds(10)),
+            clock: clock
+        )
+        let source = Source()
+        #expect(try await cache.value(forKey: "k", loader: source.load) == "k1")
+        clock.advance(by: .seconds(10))
+        let gate = Gate()
+        source.gate.mutate { $0 = gate }
+        #expect(try await cache.value(forKey: "k", loader: source.load) == "k1")  // starts the refresh
+        await eventually { await gate.arrivals == 1 }
+        switch departure {
+        case .expiredByTime: clock.advance(by: .seconds(90))
+        default: cache["other"] = "x"  // the count limit of 1 evicts "k"
+        }
+        #expect(cache.peekValue(forKey: "k") == nil)
+        async let missed = cache.value(forKey: "k", loader: source.load)
+        await eventually { cache.statistics.missCount == 2 }  // the miss found the refresh running
+        await gate.open()
+        #expect(try await missed == "k2")
+        #expect(cache.peekValue(forKey: "k") == "k2")
+        #expect(source.calls.value == 2)  // no third load
+    }
+}
+
 @Suite("Expiration model")
 struct ExpirationModelTests {
     /// What an unbounded cache with expiry must hold: each key's value and the two deadlines.

@@ -113,8 +113,10 @@ extension Cache where Key: Sendable, Value: Sendable {
     /// - With ``Expiration/refreshAfterWrite``, a hit on a value older than that returns the
     ///   value at once and starts one background reload with `loader`, which replaces the value
     ///   when it succeeds, unless the entry was written, removed, evicted or expired meanwhile
-    ///   (a refresh never brings back an entry that left). A failed refresh
-    ///   keeps the old value, which still expires as configured; the next hit tries again.
+    ///   (a refresh never brings back an entry that left). A miss for the key while the refresh
+    ///   runs (the entry was evicted or expired) waits for it instead of starting another load,
+    ///   and then the refreshed value is stored, as that miss's own load would store it. A failed
+    ///   refresh keeps the old value, which still expires as configured; the next hit tries again.
     ///
     /// - Complexity: O(1) on a hit; on a miss, O(1) plus the load.
     public func value(
@@ -175,7 +177,10 @@ extension Cache where Key: Sendable, Value: Sendable {
                 }
                 return (value, nil)
             }
-            if let load = state.loads[key] { return (nil, (load.task as! Task<Value, any Error>)) }
+            if let load = state.loads[key] {
+                load.answersMiss = true
+                return (nil, (load.task as! Task<Value, any Error>))
+            }
             state.nextLoadID &+= 1
             let id = state.nextLoadID
             let task = Task<Value, any Error> {

@@ -74,6 +74,9 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
 final class _InFlightLoad {
     @usableFromInline let id: UInt64
     @usableFromInline let task: Any
+    /// A miss for the key awaits this load (guarded by the cache's lock). A refresh that a miss
+    /// joined stores its value even if the entry it reloads has left: it is that miss's load.
+    @usableFromInline var answersMiss = false
 
     @inlinable
     init(id: UInt64, task: Any) {

@@ -197,11 +197,15 @@ extension _StateHost {
                     if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
                 case .ifLoadCurrent(let id, let refreshing, let version):
                     // A load that was detached answers its waiters with what it loaded, storing nothing.
-                    guard state.loads[key]?.id == id else { return (.replaced, value, nil) }
+                    guard let load = state.loads[key], load.id == id else { return (.replaced, value, nil) }
                     state.loads[key] = nil
                     if refreshing >= 0 {
                         let current = state.core.slot(of: key)
-                        guard current == refreshing, version != nil, state.core.version(of: current) == version else {
+                        let sameEntry =
+                            current == refreshing && version != nil && state.core.version(of: current) == version
+                        // An entry that left stays gone, unless a miss waits for this load: then
+                        // it is that miss's load, and stores like one.
+                        guard sameEntry || (current < 0 && load.answersMiss) else {
                             return (.replaced, current >= 0 ? state.core.entries[Int(current)].value : value, nil)
                         }
                     }
