@@ -1,0 +1,171 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import CacheKit
+
+/// The thread-safe types around the caches, hammered from several threads at once: the
+/// memory-pressure monitor, persistence with autosave, the manual clock and expiration triggers.
+/// Run in CI under `swift test --sanitize=thread` (the suite's name matches the CI's filter).
+@Suite("Service stress")
+struct ServiceStressTests {
+    /// A source whose level moves through normal, warning and critical, one step per reading.
+    final class CyclingSource: MemoryPressureSource {
+        let readings = Atomic<Int>(0)
+        static let cycle: [MemoryPressureLevel] = [.normal, .warning, .critical, .warning, .normal, .critical]
+
+        func currentLevel() throws -> MemoryPressureLevel {
+            let n = readings.add(1, ordering: .relaxed).newValue
+            return Self.cycle[n % Self.cycle.count]
+        }
+    }
+
+    @Test("monitor: checks, subscriptions, cancellations, a responding cache and a level stream at once")
+    func monitorUnderContention() async throws {
+        let clock = ManualClock()  // never advanced: only the manual checks below read the source
+        let monitor = MemoryPressureMonitor(source: CyclingSource(), interval: .seconds(1), clock: clock)
+        let cache = Cache<Int, Int>(countLimit: 1_000, policy: .lru)
+        cache.respond(to: monitor, with: .trim(toFraction: 0.5))
+        let levels = monitor.levels  // registered now, so it hears the checks below
+        let listener = Task {
+            var seen: [MemoryPressureLevel] = []
+            for await level in levels { seen.append(level) }
+            return seen
+        }
+        let wrongLevel = Atomic<Int>(0)
+        let calls = Atomic<Int>(0)
+        let kept = Mutex<[MemoryPressureSubscription]>([])
+        // Every thread does every kind of operation, so the checks below hold whatever overlap
+        // the scheduler gives.
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for round in 0..<400 {
+                _ = try? monitor.check()
+                let threshold: MemoryPressureLevel = round.isMultiple(of: 2) ? .warning : .critical
+                let subscription = monitor.subscribe(at: threshold) { level in
+                    calls.add(1, ordering: .relaxed)
+                    if level < threshold { wrongLevel.add(1, ordering: .relaxed) }
+                }
+                if round.isMultiple(of: 3) {
+                    kept.withLock { $0.append(subscription) }
+                } else {
+                    subscription.cancel()
+                    #expect(subscription.isCancelled)
+                }
+                for i in 0..<10 {
+                    let key = (worker * 4_000 + round * 10 + i) % 3_000
+                    cache[key] = round
+                    _ = cache[(key * 7) % 3_000]
+                }
+                if round.isMultiple(of: 50) { _ = monitor.level }
+            }
+        }
+        #expect(wrongLevel.load(ordering: .relaxed) == 0)
+        #expect(calls.load(ordering: .relaxed) > 0)
+        // The cache's subscription and every kept one remain; every cancelled one is gone.
+        #expect(monitor.subscriberCount == 1 + kept.withLock { $0.count })
+        cache._checkInvariants()
+        #expect(cache.count <= 1_000)
+        monitor.stop()
+        let seen = await listener.value
+        #expect(!seen.isEmpty)
+        // Levels are reported in the order they were read, and only changes: no two in a row equal.
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 != $1 })
+        kept.withLock { for subscription in $0 { subscription.cancel() } }
+        #expect(monitor.subscriberCount == 1)
+    }
+
+    @Test("persistence: saves, autosaves and writes from several threads leave one loadable file")
+    func persistenceUnderContention() async throws {
+        let directory = try PersistenceTests.Directory()
+        let url = directory.file()
+        let clock = ManualClock()
+        let cache = Cache<Int, Int>(countLimit: 500, policy: .lru)
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        let errors = Mutex<[CachePersistenceError]>([])
+        persistence.onError = { error in errors.withLock { $0.append(error) } }
+        persistence.startAutosave(every: .milliseconds(10), clock: clock)
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for round in 0..<1_000 {
+                cache[worker * 10_000 + round % 800] = round
+                if round.isMultiple(of: 97) { cache.removeValue(forKey: worker * 10_000 + (round / 2) % 800) }
+                if round.isMultiple(of: 50) { #expect(throws: Never.self) { try persistence.save() } }
+                if round.isMultiple(of: 10) { clock.advance(by: .milliseconds(10)) }  // autosaves
+            }
+        }
+        #expect(throws: Never.self) { try persistence.close() }
+        #expect(!persistence.isAutosaving)
+        #expect(errors.withLock { $0.isEmpty })
+        // `close()` saved last: the file holds exactly what the cache holds, in its order.
+        let restored = Cache<Int, Int>(countLimit: 500, policy: .lru)
+        #expect(try CachePersistence(cache: restored, fileURL: url).load() == cache.count)
+        #expect(restored.persistableEntries() == cache.persistableEntries())
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
+    }
+
+    /// Counters shared with escaping closures.
+    final class Flags: Sendable {
+        let early = Atomic<Int>(0)
+        let done = Atomic<Bool>(false)
+        let stopped = Atomic<Int>(0)
+    }
+
+    @Test("manual clock: sleepers on many tasks wake at or after their deadlines while threads advance it")
+    func clockUnderContention() async throws {
+        let clock = ManualClock()
+        let flags = Flags()
+        // Two threads (not tasks: they spin, and must not hold the tasks' threads) advance the
+        // clock until every sleeper is done.
+        for _ in 0..<2 {
+            DispatchQueue.global().async {
+                while !flags.done.load(ordering: .relaxed) {
+                    clock.advance(by: .milliseconds(1))
+                    _ = clock.sleeperCount
+                }
+                flags.stopped.add(1, ordering: .relaxed)
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<16 {
+                group.addTask {
+                    for round in 1...20 {
+                        let deadline = clock.now.advanced(by: .milliseconds(task % 4 + round))
+                        try await clock.sleep(until: deadline)
+                        if clock.now < deadline { flags.early.add(1, ordering: .relaxed) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        flags.done.store(true, ordering: .relaxed)
+        await eventually { flags.stopped.load(ordering: .relaxed) == 2 }
+        #expect(flags.early.load(ordering: .relaxed) == 0)
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("expiration triggers: events, writes and cancellation racing leave a consistent cache")
+    func triggersUnderContention() async throws {
+        let cache = Cache<Int, Int>(countLimit: 2_000, policy: .lru)
+        let removed = Atomic<Int>(0)
+        cache.removalHandler = { _ in removed.add(1, ordering: .relaxed) }
+        let (events, continuation) = AsyncStream.makeStream(of: Void.self)
+        let trigger = cache.expireAll(whenever: events)
+        let inserted = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for i in 0..<5_000 {
+                if cache.setValue(i, forKey: worker * 100_000 + i).isStored { inserted.add(1, ordering: .relaxed) }
+                if i.isMultiple(of: 20) { continuation.yield() }
+                if i.isMultiple(of: 50) {
+                    let extra = cache.expireAll(whenever: AsyncStream<Void> { $0.finish() })
+                    if i.isMultiple(of: 100) { extra.cancel() }
+                }
+            }
+        }
+        trigger.cancel()
+        #expect(trigger.isCancelled)
+        continuation.finish()
+        cache._checkInvariants()
+        // Every stored entry is either still there or was reported removed (expired or evicted).
+        await eventually { removed.load(ordering: .relaxed) + cache.count == inserted.load(ordering: .relaxed) }
+    }
+}
