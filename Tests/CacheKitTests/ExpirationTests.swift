@@ -469,6 +469,61 @@ extension RefreshTests {
     }
 }
 
+extension RefreshTests {
+    @Test("with a veto, a refresh whose entry left evicts nothing for a value it will not store")
+    func refreshThatCannotStoreEvictsNothing() async throws {
+        let clock = ManualClock()
+        let cache = Cache<String, String>(
+            countLimit: 2,
+            policy: .lru,
+            expiration: Expiration(afterWrite: .seconds(100), refreshAfterWrite: .seconds(10)),
+            clock: clock
+        )
+        let log = RemovalLog<String, String>()
+        cache.removalHandler = log.append
+        cache.evictionVeto = { _, _, _ in true }
+        let source = Source()
+        #expect(try await cache.value(forKey: "k", loader: source.load) == "k1")
+        clock.advance(by: .seconds(10))
+        let gate = Gate()
+        source.gate.mutate { $0 = gate }
+        #expect(try await cache.value(forKey: "k", loader: source.load) == "k1")  // starts the refresh
+        await eventually { await gate.arrivals == 1 }
+        cache["a"] = "a"
+        cache["b"] = "b"  // evicts "k" (LRU)
+        await gate.open()
+        await eventually { cache.statistics.loadSuccessCount == 2 }
+        #expect(cache.peekValue(forKey: "k") == nil)
+        #expect(log.all.map(\.key) == ["k"])  // "a" stays: nothing was stored that needed room
+        #expect(Set(cache.keys) == ["a", "b"])
+    }
+
+    @Test("a miss joined to a refresh stores the refreshed value even if a restore put the key back")
+    func joinedRefreshWinsOverRestore() async throws {
+        let clock = ManualClock()
+        let cache = Cache<String, String>(
+            countLimit: 1,
+            expiration: Expiration(afterWrite: .seconds(100), refreshAfterWrite: .seconds(10)),
+            clock: clock
+        )
+        let source = Source()
+        #expect(try await cache.value(forKey: "k", loader: source.load) == "k1")
+        clock.advance(by: .seconds(10))
+        let gate = Gate()
+        source.gate.mutate { $0 = gate }
+        #expect(try await cache.value(forKey: "k", loader: source.load) == "k1")  // starts the refresh
+        await eventually { await gate.arrivals == 1 }
+        cache["other"] = "x"  // evicts "k"
+        async let missed = cache.value(forKey: "k", loader: source.load)
+        await eventually { cache.statistics.missCount == 2 }
+        // A restore (older than anything loaded now) leaves loads attached, as for a plain load.
+        cache.restore([PersistedEntry(key: "k", value: "old")])
+        await gate.open()
+        #expect(try await missed == "k2")
+        #expect(cache.peekValue(forKey: "k") == "k2")
+    }
+}
+
 @Suite("Expiration model")
 struct ExpirationModelTests {
     /// What an unbounded cache with expiry must hold: each key's value and the two deadlines.

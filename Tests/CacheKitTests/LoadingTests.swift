@@ -31,6 +31,29 @@ func eventually(_ condition: () async -> Bool) async {
 
 @Suite("Loading and statistics")
 struct LoadingTests {
+    @Test("with a veto, a load detached by a removal evicts nothing when it finishes")
+    func detachedLoadEvictsNothing() async throws {
+        let cache = Cache<String, String>(countLimit: 2, policy: .lru)
+        let log = RemovalLog<String, String>()
+        cache.removalHandler = log.append
+        cache.evictionVeto = { _, _, _ in true }
+        let gate = Gate()
+        let load = Task {
+            try await cache.value(forKey: "k") { _ in
+                await gate.wait()
+                return "loaded"
+            }
+        }
+        await eventually { await gate.arrivals == 1 }
+        cache.removeValue(forKey: "k")  // detaches the load: it will store nothing
+        cache["a"] = "a"
+        cache["b"] = "b"
+        await gate.open()
+        #expect(try await load.value == "loaded")
+        #expect(Set(cache.keys) == ["a", "b"])
+        #expect(log.all.isEmpty)
+    }
+
     @Test("a value stored by orInsert while a load of the key runs is not overwritten by that load")
     func orInsertWinsOverLoad() async throws {
         let cache = Cache<String, String>()

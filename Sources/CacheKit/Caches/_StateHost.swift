@@ -179,36 +179,30 @@ extension _StateHost {
             let (outcome, existing, veto) = _withSweptState(now: now) {
                 state,
                 removals -> (WriteResult.Outcome, Value?, Veto) in
-                if !madeRoom, accepted, state.evictionVeto != nil, state.core.needsRoom(forNewKey: key, cost: cost) {
+                if !madeRoom, accepted, state.evictionVeto != nil, state.core.needsRoom(forNewKey: key, cost: cost),
+                    Self._valueKept(insteadOf: value, forKey: key, when: condition, in: state) == nil
+                {
                     needsRoom = true
                     return (.inserted, nil, nil)  // nothing changed; the caller makes room and comes back
                 }
                 underLock(&state)
                 observer = state.activityObserver
-                switch condition {
-                case .always:
-                    // A newer write: a load running for the key must not overwrite it.
-                    state.detachLoad(forKey: key)
-                case .ifAbsent(let winsOverLoad):
-                    if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
-                    if winsOverLoad { state.detachLoad(forKey: key) }
-                case .ifAbsentAndCurrent(let since, let isCurrent):
-                    guard state.invalidations == since, isCurrent() else { return (.replaced, value, nil) }
-                    if let existing = state.core.peekValue(forKey: key) { return (.replaced, existing, nil) }
-                case .ifLoadCurrent(let id, let refreshing, let version):
-                    // A load that was detached answers its waiters with what it loaded, storing nothing.
-                    guard let load = state.loads[key], load.id == id else { return (.replaced, value, nil) }
-                    state.loads[key] = nil
-                    if refreshing >= 0 {
-                        let current = state.core.slot(of: key)
-                        let sameEntry =
-                            current == refreshing && version != nil && state.core.version(of: current) == version
-                        // An entry that left stays gone, unless a miss waits for this load: then
-                        // it is that miss's load, and stores like one.
-                        guard sameEntry || (current < 0 && load.answersMiss) else {
-                            return (.replaced, current >= 0 ? state.core.entries[Int(current)].value : value, nil)
-                        }
+                if let kept = Self._valueKept(insteadOf: value, forKey: key, when: condition, in: state) {
+                    // A load that may not store retires all the same (if it is still the key's load).
+                    if case .ifLoadCurrent(let id, _, _) = condition, state.loads[key]?.id == id {
+                        state.loads[key] = nil
                     }
+                    return (.replaced, kept, nil)
+                }
+                switch condition {
+                case .always, .ifAbsent(winsOverLoad: true):
+                    // A newer write (or the caller's own, for `orInsert`): a load running for the
+                    // key must not overwrite it.
+                    state.detachLoad(forKey: key)
+                case .ifLoadCurrent:
+                    state.loads[key] = nil  // retires
+                case .ifAbsent, .ifAbsentAndCurrent:
+                    break
                 }
                 guard accepted else {
                     if let old = state.core.removeValue(forKey: key, reason: .replaced) { removals.append(old) }
@@ -244,6 +238,38 @@ extension _StateHost {
             // repeat the refusals.
             let isOverLimit = roomRefused ? _isOverLimit : _trim(askingVeto: veto, protecting: key) { $0.limits }
             return (WriteResult(outcome: outcome, isOverLimit: isOverLimit), value)
+        }
+    }
+
+    /// What the cache answers with instead of storing `value` under `condition`, or `nil` when
+    /// `condition` lets the store go ahead. Read-only: a write asks before making room (so that
+    /// a store that will not happen evicts nothing for it), and again in the section that stores.
+    /// - `.ifAbsent`, `.ifAbsentAndCurrent`: the value the key already has; for the latter also
+    ///   `value` itself after an explicit removal or when `isCurrent()` no longer holds.
+    /// - `.ifLoadCurrent`: `value` when the load was detached; for a refresh, unless a miss waits
+    ///   for it (then it is that miss's load, and stores like one), the value the key now has
+    ///   (or `value`) when the refreshed entry was written, removed, evicted or expired meanwhile.
+    @inlinable
+    static func _valueKept(
+        insteadOf value: Value,
+        forKey key: Key,
+        when condition: _StoreCondition,
+        in state: borrowing _CacheState<Key, Value>
+    ) -> Value? {
+        switch condition {
+        case .always:
+            return nil
+        case .ifAbsent:
+            return state.core.peekValue(forKey: key)
+        case .ifAbsentAndCurrent(let since, let isCurrent):
+            guard state.invalidations == since, isCurrent() else { return value }
+            return state.core.peekValue(forKey: key)
+        case .ifLoadCurrent(let id, let refreshing, let version):
+            guard let load = state.loads[key], load.id == id else { return value }
+            guard refreshing >= 0, !load.answersMiss else { return nil }
+            let current = state.core.slot(of: key)
+            if current == refreshing, version != nil, state.core.version(of: current) == version { return nil }
+            return current >= 0 ? state.core.entries[Int(current)].value : value
         }
     }
 
