@@ -514,9 +514,8 @@ struct WTinyLFUReference: ReferencePolicy {
         var candidate: Int?
         var candidateInWindow = false
         while window.count >= windowMax && !window.isEmpty {
-            let moving = window.removeFirst()
-            if candidate == nil { candidate = moving }  // the oldest moved contests (Caffeine)
-            probation.append(moving)
+            candidate = window.removeFirst()
+            probation.append(candidate!)
         }
         if candidate == nil {
             candidate = window.first

@@ -272,14 +272,12 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     func nextVictim(links: _SlotLinks) -> Int32 {
         let s = state
         // Room in the window for the entry about to arrive: its least recent entries move to
-        // probation; the first one moved (the oldest) is the candidate, as in Caffeine. (After the
-        // window shrinks several move at once; the others stay in probation, newest last.)
+        // probation; the last one moved is the candidate.
         var candidate: Int32 = -1
         var candidateInWindow = false
         while count(Self.window).pointee >= s.pointee.windowMax && count(Self.window).pointee > 0 {
-            let moving = list(Self.window).pointee.head
-            if candidate == -1 { candidate = moving }
-            move(moving, from: Self.window, to: Self.probation, links: links)
+            candidate = list(Self.window).pointee.head
+            move(candidate, from: Self.window, to: Self.probation, links: links)
         }
         if candidate == -1 {
             candidate = list(Self.window).pointee.head
