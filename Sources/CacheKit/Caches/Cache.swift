@@ -198,21 +198,24 @@ public final class Cache<Key: Hashable, Value> {
 
     /// The number of entries.
     ///
-    /// - Complexity: O(1), plus O(1) per expired entry removed first.
+    /// - Complexity: O(1), plus the removal of expired entries first: O(1) each, O(log *n*) for one written
+    ///   with its own `expiresAfter`.
     public var count: Int { _count }
 
     /// The sum of the costs of all entries.
     ///
-    /// - Complexity: O(1), plus O(1) per expired entry removed first.
+    /// - Complexity: O(1), plus the removal of expired entries first: O(1) each, O(log *n*) for one written
+    ///   with its own `expiresAfter`.
     public var totalCost: Int { _totalCost }
 
     /// The most entries the cache holds; `0` means no limit. Lowering it evicts at once.
     ///
     /// - Precondition: not negative.
     ///
-    /// - Complexity: O(1) to read. Setting evicts at once: O(*k*) for the *k* entries it removes,
-    ///   plus O(1) per expired entry swept first (with an eviction veto, O(log *v*) rounds for *v*
-    ///   refusals).
+    /// - Complexity: O(1) to read. Setting evicts at once: O(*k*) for the *k* entries it removes
+    ///   (with an eviction veto, in O(log *v*) rounds for *v* refusals), after removing expired
+    ///   entries as ``count`` does; with W-TinyLFU, a new limit also sizes the frequency sketch:
+    ///   O(min(limit, max(65,536, *n*))) when it grows.
     public var countLimit: Int {
         get { _withState { $0.core.countLimit } }
         set {
@@ -236,7 +239,8 @@ public final class Cache<Key: Hashable, Value> {
 
     /// Whether the cache holds more than a limit allows, because ``evictionVeto`` kept entries.
     ///
-    /// - Complexity: O(1), plus O(1) per expired entry removed first.
+    /// - Complexity: O(1), plus the removal of expired entries first: O(1) each, O(log *n*) for one written
+    ///   with its own `expiresAfter`.
     public var isOverLimit: Bool { _isOverLimit }
 
     /// The keys in eviction order: the entry that would be evicted next comes first (for LRU,

@@ -43,8 +43,8 @@ extension MemoizedFunction {
     /// a subset (`{ location, _ in location }`) or a derived value. Arguments left out of the key
     /// need not be `Hashable`; calls whose keys are equal must have interchangeable results.
     ///
-    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
-    ///   plus `function` on a miss.
+    /// - Complexity: O(1). Each call of the returned function runs `key`, then costs what `call`
+    ///   does: O(1) on a hit, plus `function` on a miss.
     public func wrap<each Argument, Key: Hashable & Sendable>(
         _ function: @escaping (repeat each Argument) -> Output,
         key: @escaping (repeat each Argument) -> Key
@@ -57,8 +57,8 @@ extension MemoizedFunction {
     /// The throwing `function`, memoized, with its results stored under the key `key` makes of
     /// its arguments.
     ///
-    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
-    ///   plus `function` on a miss.
+    /// - Complexity: O(1). Each call of the returned function runs `key`, then costs what `call`
+    ///   does: O(1) on a hit, plus `function` on a miss.
     public func wrap<each Argument, Key: Hashable & Sendable>(
         _ function: @escaping (repeat each Argument) throws -> Output,
         key: @escaping (repeat each Argument) -> Key
@@ -90,8 +90,8 @@ extension MemoizedFunction {
     /// `key` makes of its arguments. The arguments must be `Sendable`: the function runs in a
     /// task of its own.
     ///
-    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
-    ///   plus `function` on a miss.
+    /// - Complexity: O(1). Each call of the returned function runs `key`, then costs what `call`
+    ///   does: O(1) on a hit, plus `function` on a miss.
     public func wrap<each Argument: Sendable, Key: Hashable & Sendable>(
         _ function: @escaping @Sendable (repeat each Argument) async throws -> Output,
         key: @escaping @Sendable (repeat each Argument) -> Key
@@ -123,8 +123,8 @@ extension MemoizedFunction {
     /// The non-throwing `async` `function`, memoized and single-flight, with its results stored
     /// under the key `key` makes of its arguments.
     ///
-    /// - Complexity: O(1). Each call of the returned function costs what `call` does: O(1) on a hit,
-    ///   plus `function` on a miss.
+    /// - Complexity: O(1). Each call of the returned function runs `key`, then costs what `call`
+    ///   does: O(1) on a hit, plus `function` on a miss.
     public func wrap<each Argument: Sendable, Key: Hashable & Sendable>(
         _ function: @escaping @Sendable (repeat each Argument) async -> Output,
         key: @escaping @Sendable (repeat each Argument) -> Key

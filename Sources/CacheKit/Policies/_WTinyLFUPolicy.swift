@@ -20,6 +20,9 @@
 /// (see `_FrequencySketch`) and the climber samples on its own period, half Caffeine's, which
 /// measured best on the reference traces together with that aging.
 ///
+/// When probation holds nothing but the candidate (rare but for cost-limited caches), the
+/// candidate contests protected's least recent entry; Caffeine evicts it without a contest.
+///
 /// Eviction order (for enumeration and the eviction veto) is probation, protected, then the window,
 /// each least recent first; the next eviction itself may take the window's candidate instead.
 @usableFromInline

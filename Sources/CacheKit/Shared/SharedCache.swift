@@ -302,7 +302,9 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// The number of entries (expired ones are removed first).
     ///
     /// - Complexity: O(*w* + *r*) to apply the *w* queued writes and replay the *r* buffered
-    ///   reads first (under the exclusive lock), plus O(1) per expired entry removed.
+    ///   reads first (under the exclusive lock), counting a queued write of one key as O(1) (a
+    ///   bulk write costs what it touches, a limit change what it evicts), plus the removal of
+    ///   expired entries (O(1) each, O(log *n*) for one written with its own `expiresAfter`).
     public var count: Int { _exclusive { state, _ in state.core.count } }
 
     /// The total cost of the entries.
@@ -313,8 +315,9 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// The most entries the cache holds (`0`: no limit). Setting it queues a write that evicts
     /// down to the new limit.
     ///
-    /// - Complexity: O(1) to read (under the shared lock); setting queues a write in O(1)
-    ///   amortized, and the drain that applies it evicts in O(*k*) for the *k* entries it removes.
+    /// - Complexity: Reading applies any queued writes first, as ``count`` does, else O(1).
+    ///   Setting queues a write in O(1) amortized; the drain that applies it evicts in O(*k*) for
+    ///   the *k* entries it removes.
     public var countLimit: Int {
         get { _reading { state, _ in state.core.countLimit } }
         set {
@@ -399,8 +402,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     /// Removes the entries that have expired, now.
     ///
-    /// - Complexity: O(*w* + *r*) to apply the *w* queued writes and replay the *r* buffered reads
-    ///   (under the exclusive lock), plus O(1) per expired entry removed.
+    /// - Complexity: as ``count``.
     @inlinable
     public func removeExpired() { _exclusive { _, _ in } }
 
@@ -408,8 +410,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// removal handler has heard every removal they caused (called from the handler itself, it
     /// does not wait for the delivery in progress).
     ///
-    /// - Complexity: O(*w* + *r*) to apply the *w* queued writes and replay the *r* buffered reads,
-    ///   plus what their removals cost the removal handler.
+    /// - Complexity: as ``count``, plus the removal handler's time for what the writes removed.
     @inlinable
     public func flush() {
         _exclusive { _, _ in }
@@ -442,8 +443,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     /// Requests, removals by reason. Loads are not counted (a shared cache has no loader).
     ///
-    /// - Complexity: O(*w* + *r*), as ``count``: it takes the exclusive lock, so it first applies
-    ///   queued writes and replays buffered reads.
+    /// - Complexity: as ``count``: it takes the exclusive lock, so it first applies queued writes
+    ///   and replays buffered reads.
     public var statistics: CacheStatistics {
         _exclusive { state, _ in
             var snapshot = state.core.stats.snapshot
@@ -465,7 +466,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     /// Sets every count in ``statistics`` to zero.
     ///
-    /// - Complexity: O(*w* + *r*), as ``statistics``.
+    /// - Complexity: as ``count``.
     public func resetStatistics() {
         _exclusive { state, _ in
             state.core.stats.reset()
