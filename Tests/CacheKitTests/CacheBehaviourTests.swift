@@ -3,6 +3,17 @@ import Testing
 
 @Suite("Cache behaviour")
 struct CacheBehaviourTests {
+    @Test("a cache has a settable name, empty by default (NSCache's name)")
+    func names() {
+        let cache = Cache<Int, Int>()
+        let serial = SerialCache<Int, Int>()
+        #expect(cache.name.isEmpty && serial.name.isEmpty)
+        cache.name = "images"
+        serial.name = "thumbnails"
+        #expect(cache.name == "images")
+        #expect(serial.name == "thumbnails")
+    }
+
     @Test("basic reads and writes", arguments: allConfigurations)
     func basics(kind: CacheKind, policy: EvictionPolicy) {
         let cache = kind.make(String.self, Int.self, policy: policy)

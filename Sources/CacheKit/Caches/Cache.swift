@@ -112,6 +112,14 @@ public final class Cache<Key: Hashable, Value> {
         }
     }
 
+    /// A name for the cache, for debugging and logs (`NSCache`'s `name`); empty unless set.
+    ///
+    /// - Complexity: O(1).
+    public var name: String {
+        get { _withState { $0.name } }
+        set { _withState { $0.name = newValue } }
+    }
+
     /// The expiration this cache was created with.
     public var expiration: Expiration { _withState { $0.expiration } }
 

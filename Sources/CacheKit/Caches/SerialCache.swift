@@ -61,6 +61,14 @@ public final class SerialCache<Key: Hashable, Value> {
         _insertionPolicy = insertionPolicy
     }
 
+    /// A name for the cache, for debugging and logs (`NSCache`'s `name`); empty unless set.
+    ///
+    /// - Complexity: O(1).
+    public var name: String {
+        get { state.pointee.name }
+        set { state.pointee.name = newValue }
+    }
+
     /// The expiration this cache was created with.
     public var expiration: Expiration { state.pointee.expiration }
 

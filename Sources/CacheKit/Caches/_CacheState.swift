@@ -26,6 +26,8 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
     /// call, which has no load here to detach, notes it before computing and stores nothing if it
     /// changed meanwhile: what it computed may be what the removal meant to drop.
     @usableFromInline var invalidations: UInt64 = 0
+    /// The cache's name (`NSCache.name`), for debugging and logs.
+    @usableFromInline var name = ""
 
     init(countLimit: Int, totalCostLimit: Int, policy: EvictionPolicy, expiration: Expiration = .never) {
         expiration.validate()
