@@ -34,7 +34,7 @@ struct AdaptivePolicyTests {
         sizes: [Int] = [1, 2, 5, 10, 40]
     ) {
         for size in sizes {
-            for seed: UInt64 in 1...4 {
+            for seed in modelSeeds(default: 4) {
                 let cache = SerialCache<Int, Int>(countLimit: size, policy: policy)
                 var reference = makeReference(size)
                 let keys = Self.requests(seed: seed &* 31 &+ UInt64(size), count: 3_000, keySpace: 60)
@@ -261,7 +261,7 @@ struct AdaptivePolicyTests {
     )
     func randomOperations(kind: CacheKind) {
         for policy in [EvictionPolicy.arc, .s3fifo, .wTinyLFU] {
-            for seed: UInt64 in 1...4 {
+            for seed in modelSeeds(default: 4) {
                 randomOperations(kind: kind, policy: policy, seed: seed)
             }
         }

@@ -7,7 +7,7 @@ import Testing
 struct ModelBasedTests {
     @Test("random operations agree with the reference model", arguments: classicConfigurations)
     func agreesWithModel(kind: CacheKind, policy: EvictionPolicy) {
-        for seed: UInt64 in 1...6 {
+        for seed in modelSeeds(default: 6) {
             replay(kind: kind, policy: policy, seed: seed, steps: 3_000)
         }
     }

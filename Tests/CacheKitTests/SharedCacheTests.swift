@@ -75,16 +75,22 @@ struct SharedCacheTests {
         arguments: [EvictionPolicy.lru, .fifo, .lfu]
     )
     func boundedMatchesModel(policy: EvictionPolicy) {
+        for seed in modelSeeds(default: 1) {
+            boundedMatchesModel(policy: policy, seed: 7 &* seed)
+        }
+    }
+
+    private func boundedMatchesModel(policy: EvictionPolicy, seed: UInt64) {
         let cache = SharedCache<Int, Int>(countLimit: 20, totalCostLimit: 150, policy: policy)
         var model = ReferenceModel(policy: policy, countLimit: 20, totalCostLimit: 150)
         let log = RemovalLog<Int, Int>()
         cache.removalHandler = log.append
-        var rng = SeededGenerator(seed: 7)
+        var rng = SeededGenerator(seed: seed)
         for step in 0..<3_000 {
             let key = Int.random(in: 0..<40, using: &rng)
             switch Int.random(in: 0..<10, using: &rng) {
             case 0..<4:
-                #expect(cache[key] == model.value(forKey: key), "step \(step)")
+                #expect(cache[key] == model.value(forKey: key), "seed \(seed) step \(step)")
             case 4..<8:
                 let cost = Int.random(in: 0...20, using: &rng)
                 cache.setValue(step, forKey: key, cost: cost)
@@ -98,9 +104,9 @@ struct SharedCacheTests {
                 model.setLimits(countLimit: limit, totalCostLimit: 150)
             }
             cache.flush()
-            #expect(cache.entries.map(\.key) == model.keys, "step \(step)")
+            #expect(cache.entries.map(\.key) == model.keys, "seed \(seed) step \(step)")
             #expect(cache.totalCost == model.totalCost)
-            #expect(log.take() == model.takeRemovals(), "step \(step)")
+            #expect(log.take() == model.takeRemovals(), "seed \(seed) step \(step)")
         }
         cache._checkInvariants()
     }

@@ -152,6 +152,14 @@ final class Locked<T: Sendable>: @unchecked Sendable {
     func mutate<R: Sendable>(_ body: (inout T) -> R) -> R { lock.withLock { body(&stored) } }
 }
 
+/// The seeds the randomized model tests replay: `1...defaultCount`, or `1...N` with
+/// `CACHEKIT_MODEL_SEEDS=N` in the environment, for a longer search (`CACHEKIT_MODEL_SEEDS=500
+/// swift test --filter "ModelBasedTests|AdaptivePolicyTests|SharedCacheTests"`). A failure names its seed.
+func modelSeeds(default defaultCount: UInt64) -> ClosedRange<UInt64> {
+    let count = ProcessInfo.processInfo.environment["CACHEKIT_MODEL_SEEDS"].flatMap(UInt64.init) ?? defaultCount
+    return 1...Swift.max(count, 1)
+}
+
 /// A PRNG with a fixed seed, so a failing random test replays (SplitMix64).
 struct SeededGenerator: RandomNumberGenerator {
     var state: UInt64
