@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// ```swift
 /// @Test func forecastIsFresh() async throws {
-///     try await Memoization.withCachingDisabled {
+///     try await Memoization.withCachingDisabled { () async throws in
 ///         #expect(try await service.forecast(for: paris) == expected)  // never served from a cache
 ///     }
 /// }
