@@ -7,7 +7,8 @@ import Foundation
 enum Bench {
     static let workloads = ["get-hit", "get-miss", "set-evict", "mix", "read90"]
     static let subjects = [
-        "SerialCache", "Cache", "Cache+ttl", "Cache-stats", "SharedCache", "Dictionary", "NSCache",
+        "SerialCache", "Cache", "Cache+ttl", "Cache-stats", "SharedCache", "SharedCache-unbounded", "Dictionary",
+        "NSCache",
     ]
 
     static let usage = """
@@ -22,13 +23,14 @@ enum Bench {
         live on every entry (so the clock is read on every operation); Cache-stats is Cache with
         statistics switched off. Their cost is printed as a percentage over Cache. For SharedCache the
         run prints its read cost against Cache (get-hit) and its read90 throughput on 2 threads
-        against 1. Throughput on N threads is ops / wall time: ns/op halves when 2 threads scale.
+        against 1; SharedCache-unbounded is SharedCache with no limit (YMCache's default), so no
+        policy hears its reads (its policy column is empty). Throughput on N threads is ops / wall time: ns/op halves when 2 threads scale.
 
         options:
           --capacity N        entries the caches hold (default 50_000)
           --ops N             operations per case (default 1_000_000)
           --repetitions N     runs per case; the median is reported (default 5)
-          --threads LIST      thread counts for Cache and SharedCache (default 1,2); the others run on 1
+          --threads LIST      thread counts for Cache and the SharedCache subjects (default 1,2); the others run on 1
           --workloads LIST    \(workloads.joined(separator: ",")) (default: all)
           --subjects LIST     \(subjects.joined(separator: ",")) (default: all)
           --policies LIST     \(EvictionPolicy.allCases.map(\.name).joined(separator: ",")) (default: all)
@@ -174,6 +176,16 @@ enum Bench {
                     }
                 }
             }
+            if chosenSubjects.contains("SharedCache-unbounded") {
+                for threads in threadCounts {
+                    cases.append(
+                        (
+                            "SharedCache-unbounded", "", threads,
+                            { plan.measureOnce(threads: threads) { SharedCache<Int, Int>() } }
+                        )
+                    )
+                }
+            }
             if chosenSubjects.contains("NSCache") {
                 let small = Plan(workload: workload, capacity: capacity, ops: max(1, ops / 10))
                 let numbers = (0..<small.keyUniverse).map { NSNumber(value: $0) }
@@ -275,6 +287,16 @@ enum Bench {
                     )
                 )
             }
+        }
+        if let one = find("SharedCache-unbounded", "", "read90"),
+            let two = find("SharedCache-unbounded", "", "read90", threads: 2)
+        {
+            print(
+                String(
+                    format: "read90, unbounded: SharedCache on 2 threads has %.2fx the throughput of 1 thread",
+                    one.ratio(to: two)
+                )
+            )
         }
         // The cost of a feature: the same case with the feature on, over the case without it.
         for workload in workloads {

@@ -301,6 +301,31 @@ struct CommandLineTests {
     }
 
     @Test(
+        "bench measures an unbounded SharedCache on 1 and 2 threads, with no policy",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func benchUnboundedSharedCache() throws {
+        let process = Process()
+        process.executableURL = Self.tool
+        process.arguments = [
+            "bench", "--subjects", "SharedCache-unbounded", "--workloads", "read90", "--threads", "1,2",
+            "--ops", "2000", "--capacity", "500", "--repetitions", "1", "--json",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let rows = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
+        #expect(rows.map { $0["subject"] as? String } == ["SharedCache-unbounded", "SharedCache-unbounded"])
+        #expect(rows.map { $0["policy"] as? String } == ["", ""])
+        #expect(rows.map { $0["threads"] as? Int } == [1, 2])
+        #expect(rows.allSatisfy { ($0["nsPerOp"] as? Double ?? 0) > 0 })
+    }
+
+    @Test(
         "trace flags without a trace are refused",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
