@@ -1,6 +1,8 @@
-import CacheKit
 import Foundation
+import Synchronization
 import Testing
+
+@testable import CacheKit
 
 /// Every expiry test runs on a `ManualClock`: time moves only when the test says so.
 @Suite("Expiration")
@@ -686,5 +688,33 @@ struct ExpirationTriggerTests {
         #expect(other!.count == 0)
         other = nil
         center.post(name: name, object: nil)
+    }
+}
+
+@Suite("Repeating tasks")
+struct RepeatingTaskTests {
+    final class Counts: Sendable {
+        let sleeps = Atomic<Int>(0)
+        let runs = Atomic<Int>(0)
+    }
+
+    @Test("a repeating task cancelled while it sleeps never runs its body again, even if the sleep returns")
+    func cancelledWhileSleeping() async {
+        let gate = Gate()
+        let counts = Counts()
+        let task = _Timekeeper.repeating(every: .seconds(1)) { _ in
+            // The first sleep ends normally once the gate opens, after the cancellation, as a
+            // manual clock's sleeper woken just before the cancel does; any later one throws.
+            guard counts.sleeps.add(1, ordering: .relaxed).newValue == 1 else { throw CancellationError() }
+            await gate.wait()
+        } _: {
+            counts.runs.add(1, ordering: .relaxed)
+            return true
+        }
+        await eventually { await gate.arrivals == 1 }
+        task.cancel()
+        await gate.open()
+        await task.value
+        #expect(counts.runs.load(ordering: .relaxed) == 0)
     }
 }

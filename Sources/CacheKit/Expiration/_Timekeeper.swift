@@ -93,7 +93,10 @@ final class _Timekeeper: Sendable {
     }
 
     /// A task that runs `body` every `interval` (measured by `sleep`) until `body` returns
-    /// `false` or the task is cancelled.
+    /// `false` or the task is cancelled. A task cancelled while it sleeps does not run `body`
+    /// again, even when its sleep ended before the cancellation (a manual clock advanced just
+    /// before `stopAutosave()`, say): a stopped autosave or monitor must not act after the call
+    /// that stopped it returned.
     static func repeating(
         every interval: Duration,
         sleep: @escaping @Sendable (Duration) async throws -> Void,
@@ -102,7 +105,7 @@ final class _Timekeeper: Sendable {
         Task.detached {
             while true {
                 do { try await sleep(interval) } catch { return }
-                guard body() else { return }
+                guard !Task.isCancelled, body() else { return }
             }
         }
     }
