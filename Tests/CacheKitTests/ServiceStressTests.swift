@@ -8,16 +8,18 @@ import Testing
 /// The thread-safe types around the caches, hammered from several threads at once: the
 /// memory-pressure monitor, persistence with autosave, the manual clock and expiration triggers.
 /// Run in CI under `swift test --sanitize=thread` (the suite's name matches the CI's filter).
-@Suite("Service stress")
+@Suite("Service stress", .timeLimit(.minutes(3)))
 struct ServiceStressTests {
-    /// A source whose level moves through normal, warning and critical, one step per reading.
+    /// A source whose level moves through normal, warning and critical, one step per reading,
+    /// for the first 60 readings, and then stays normal: at most 62 levels reach a stream, so its
+    /// buffer of 64 never drops one, and the order check below holds however late it reads.
     final class CyclingSource: MemoryPressureSource {
         let readings = Atomic<Int>(0)
         static let cycle: [MemoryPressureLevel] = [.normal, .warning, .critical, .warning, .normal, .critical]
 
         func currentLevel() throws -> MemoryPressureLevel {
             let n = readings.add(1, ordering: .relaxed).newValue
-            return Self.cycle[n % Self.cycle.count]
+            return n < 60 ? Self.cycle[n % Self.cycle.count] : .normal
         }
     }
 
@@ -116,6 +118,7 @@ struct ServiceStressTests {
         let flags = Flags()
         // Two threads (not tasks: they spin, and must not hold the tasks' threads) advance the
         // clock until every sleeper is done.
+        defer { flags.done.store(true, ordering: .relaxed) }  // also if a sleeper throws
         for _ in 0..<2 {
             DispatchQueue.global().async {
                 while !flags.done.load(ordering: .relaxed) {
