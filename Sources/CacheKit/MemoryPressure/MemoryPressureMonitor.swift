@@ -36,6 +36,9 @@ public final class MemoryPressureMonitor: Sendable {
         var lastError: (any Error)?
         var nextID: UInt64 = 0
         var subscribers: [Subscriber] = []
+        /// The ids in `subscribers`: whether one is still subscribed, in O(1) while a check
+        /// calls the due handlers one by one.
+        var subscribed: Set<UInt64> = []
         var streams: [UInt64: AsyncStream<MemoryPressureLevel>.Continuation] = [:]
         var isStopped = false
     }
@@ -132,7 +135,7 @@ public final class MemoryPressureMonitor: Sendable {
         for subscriber in due {
             // Cancelled since the list was taken (by an earlier handler, or another thread):
             // `cancel()` promises it is never called again.
-            guard state.withLock({ $0.subscribers.contains { $0.id == subscriber.id } }) else { continue }
+            guard state.withLock({ $0.subscribed.contains(subscriber.id) }) else { continue }
             subscriber.handler(level)
         }
         return try reading.get()
@@ -174,10 +177,13 @@ public final class MemoryPressureMonitor: Sendable {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             state.subscribers.append(Subscriber(id: state.nextID, threshold: level, handler: handler))
+            state.subscribed.insert(state.nextID)
             return state.nextID
         }
         let token = ExpirationTrigger { [weak self] in
-            self?.state.withLock { $0.subscribers.removeAll { $0.id == id } }
+            self?.state.withLock { state in
+                if state.subscribed.remove(id) != nil { state.subscribers.removeAll { $0.id == id } }
+            }
         }
         return MemoryPressureSubscription(token: token)
     }
