@@ -25,8 +25,22 @@ struct LoadFailed: Error, Equatable {
 }
 
 /// Waits (yielding) until `condition` holds; for ordering concurrent test steps, never timing.
-func eventually(_ condition: () async -> Bool) async {
-    while !(await condition()) { await Task.yield() }
+///
+/// A condition still false after a minute of wall time (a bug: every use waits for something
+/// that happens within milliseconds) is recorded as a failure at the caller's line, and the
+/// wait ends, so a broken test fails instead of hanging the run.
+func eventually(
+    _ condition: () async -> Bool,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    let giveUp = ContinuousClock.now.advanced(by: .seconds(60))
+    while !(await condition()) {
+        if ContinuousClock.now > giveUp {
+            Issue.record("the condition did not become true within a minute", sourceLocation: sourceLocation)
+            return
+        }
+        await Task.yield()
+    }
 }
 
 @Suite("Loading and statistics")

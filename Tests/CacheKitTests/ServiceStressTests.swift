@@ -40,7 +40,7 @@ struct ServiceStressTests {
         let kept = Mutex<[MemoryPressureSubscription]>([])
         // Every thread does every kind of operation, so the checks below hold whatever overlap
         // the scheduler gives.
-        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+        await runOnThreads(4) { worker in
             for round in 0..<400 {
                 _ = try? monitor.check()
                 let threshold: MemoryPressureLevel = round.isMultiple(of: 2) ? .warning : .critical
@@ -87,7 +87,7 @@ struct ServiceStressTests {
         let errors = Mutex<[CachePersistenceError]>([])
         persistence.onError = { error in errors.withLock { $0.append(error) } }
         persistence.startAutosave(every: .milliseconds(10), clock: clock)
-        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+        await runOnThreads(4) { worker in
             for round in 0..<1_000 {
                 cache[worker * 10_000 + round % 800] = round
                 if round.isMultiple(of: 97) { cache.removeValue(forKey: worker * 10_000 + (round / 2) % 800) }
@@ -116,11 +116,12 @@ struct ServiceStressTests {
     func clockUnderContention() async throws {
         let clock = ManualClock()
         let flags = Flags()
-        // Two threads (not tasks: they spin, and must not hold the tasks' threads) advance the
-        // clock until every sleeper is done.
+        // Two threads of their own advance the clock until every sleeper is done (not tasks, nor
+        // Dispatch's global queues, whose threads on Linux are also the tasks' threads: spinning
+        // there would hold them from the sleepers).
         defer { flags.done.store(true, ordering: .relaxed) }  // also if a sleeper throws
         for _ in 0..<2 {
-            DispatchQueue.global().async {
+            startThread {
                 while !flags.done.load(ordering: .relaxed) {
                     clock.advance(by: .milliseconds(1))
                     _ = clock.sleeperCount
@@ -146,6 +147,50 @@ struct ServiceStressTests {
         #expect(clock.sleeperCount == 0)
     }
 
+    @Test("manual clock: sleepers cancelled while threads advance it either wake on time or throw, and none is left")
+    func clockCancellationUnderContention() async throws {
+        let clock = ManualClock()
+        let flags = Flags()
+        defer { flags.done.store(true, ordering: .relaxed) }
+        startThread {
+            while !flags.done.load(ordering: .relaxed) { clock.advance(by: .microseconds(50)) }
+            flags.stopped.add(1, ordering: .relaxed)
+        }
+        for round in 0..<10 {
+            // Each sleeper sleeps once; every other one is cancelled by a thread at some moment:
+            // before it registers, while it sleeps, or after it woke.
+            let sleepers = (0..<64).map { i in
+                Task { () -> (woke: Bool, early: Bool, cancelled: Bool) in
+                    let deadline = clock.now.advanced(by: .microseconds(50 * (i % 8 + round)))
+                    do {
+                        try await clock.sleep(until: deadline)
+                        return (true, clock.now < deadline, Task.isCancelled)
+                    } catch {
+                        return (false, false, Task.isCancelled && error is CancellationError)
+                    }
+                }
+            }
+            let handles = Handoff(sleepers)
+            await runOnThreads(2) { thread in
+                for (i, sleeper) in handles.value.enumerated() where i % 4 == thread * 2 {
+                    sleeper.cancel()
+                    if i % 3 == 0 { sched_yield() }
+                }
+            }
+            for (i, sleeper) in sleepers.enumerated() {
+                let outcome = await sleeper.value
+                #expect(!outcome.early, "sleeper \(i) of round \(round) woke before its deadline")
+                if !outcome.woke {
+                    #expect(outcome.cancelled, "sleeper \(i) of round \(round) threw without being cancelled")
+                    #expect(i % 2 == 0)
+                }
+            }
+        }
+        flags.done.store(true, ordering: .relaxed)
+        await eventually { flags.stopped.load(ordering: .relaxed) == 1 }
+        #expect(clock.sleeperCount == 0)
+    }
+
     @Test("expiration triggers: events, writes and cancellation racing leave a consistent cache")
     func triggersUnderContention() async throws {
         let cache = Cache<Int, Int>(countLimit: 2_000, policy: .lru)
@@ -154,16 +199,21 @@ struct ServiceStressTests {
         let (events, continuation) = AsyncStream.makeStream(of: Void.self)
         let trigger = cache.expireAll(whenever: events)
         let inserted = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+        let extras = Mutex<[ExpirationTrigger]>([])
+        await runOnThreads(4) { worker in
             for i in 0..<5_000 {
                 if cache.setValue(i, forKey: worker * 100_000 + i).isStored { inserted.add(1, ordering: .relaxed) }
                 if i.isMultiple(of: 20) { continuation.yield() }
                 if i.isMultiple(of: 50) {
                     let extra = cache.expireAll(whenever: AsyncStream<Void> { $0.finish() })
                     if i.isMultiple(of: 100) { extra.cancel() }
+                    extras.withLock { $0.append(extra) }
                 }
             }
         }
+        // Triggers whose sequence ended stop by themselves, whether or not they were also cancelled.
+        await eventually { extras.withLock { $0.allSatisfy(\.isCancelled) } }
+        #expect(extras.withLock { $0.count } == 4 * 100)
         trigger.cancel()
         #expect(trigger.isCancelled)
         continuation.finish()

@@ -9,7 +9,7 @@ import Testing
 @Suite("Stress")
 struct StressTests {
     @Test("mixed operations from many threads keep the cache consistent", arguments: EvictionPolicy.allCases)
-    func hammer(policy: EvictionPolicy) {
+    func hammer(policy: EvictionPolicy) async {
         let cache = Cache<Int, Int>(countLimit: 200, totalCostLimit: 2_000, policy: policy)
         let inserted = Atomic<Int>(0)
         let left = Atomic<Int>(0)  // removals of a key (every reason but `.replaced`)
@@ -19,7 +19,7 @@ struct StressTests {
         }
         let threads = 4
         let operations = 20_000
-        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+        await runOnThreads(threads) { thread in
             var rng = SeededGenerator(seed: UInt64(thread) + 1)
             for i in 0..<operations {
                 let key = Int.random(in: 0..<500, using: &rng)
@@ -50,7 +50,7 @@ struct StressTests {
     }
 
     @Test("the veto path under contention never loses or double-counts an entry")
-    func hammerWithVeto() {
+    func hammerWithVeto() async {
         let cache = Cache<Int, Int>(countLimit: 100)
         let inserted = Atomic<Int>(0)
         let left = Atomic<Int>(0)
@@ -58,7 +58,7 @@ struct StressTests {
             if removal.reason != .replaced { left.add(1, ordering: .relaxed) }
         }
         cache.evictionVeto = { key, _, _ in key % 7 != 0 }  // multiples of 7 stay
-        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+        await runOnThreads(4) { thread in
             var rng = SeededGenerator(seed: UInt64(thread) + 100)
             for i in 0..<2_500 {
                 let key = Int.random(in: 0..<400, using: &rng)
@@ -114,7 +114,9 @@ struct StressTests {
 
     @Test(
         "expiry, refresh, sweeps, triggers and loads mixed from many tasks keep the cache consistent",
-        .timeLimit(.minutes(1))
+        // A bound against hangs, not a speed check: under TSan, beside the suites' threads on
+        // two cores, this test's tasks have taken over a minute.
+        .timeLimit(.minutes(3))
     )
     func expiryStress() async throws {
         let clock = ManualClock()
@@ -207,7 +209,7 @@ struct StressTests {
             if removal.reason != .replaced { removed.add(1, ordering: .relaxed) }
         }
         let requests = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+        await runOnThreads(4) { thread in
             var rng = SeededGenerator(seed: UInt64(thread) + 11)
             for i in 0..<6_000 {
                 let key = Int.random(in: 0..<300, using: &rng)
@@ -254,7 +256,7 @@ struct StressTests {
         "SharedCache: a reader on another thread that saw a write's call return reads that write or a later one",
         arguments: [0, 1_000_000]
     )
-    func sharedCacheCrossThreadReads(countLimit: Int) {
+    func sharedCacheCrossThreadReads(countLimit: Int) async {
         let cache = SharedCache<Int, Int>(countLimit: countLimit, policy: .lru)
         let keyCount = 4_096
         // For each key, the latest value whose write call has returned, published with a
@@ -266,51 +268,44 @@ struct StressTests {
         let stale = Atomic<Int>(0)
         let reads = Atomic<Int>(0)
         let writersDone = Atomic<Int>(0)
-        let group = DispatchGroup()
-        // Threads, not `concurrentPerform`: readers spin until the writers finish, so all four
-        // must run at once even on two cores.
-        for thread in 0..<4 {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                let published = shared.value
-                var rng = SeededGenerator(seed: UInt64(thread) + 77)
-                if thread < 2 {
-                    // Writer `thread` owns the keys of its parity, so its values per key only grow.
-                    for i in 1...20_000 {
-                        let key = Int.random(in: 0..<(keyCount / 2), using: &rng) * 2 + thread
-                        if i % 97 == 0 {
-                            let keys = (0..<8).map { (key + 2 * $0 * 131) % keyCount }
-                            cache.addEntries(from: Dictionary(uniqueKeysWithValues: keys.map { ($0, i) }))
-                            for k in keys { published[k].store(i, ordering: .releasing) }
-                        } else {
-                            cache[key] = i
-                            published[key].store(i, ordering: .releasing)
-                        }
-                    }
-                    writersDone.add(1, ordering: .releasing)
-                } else {
-                    while writersDone.load(ordering: .acquiring) < 2 {
-                        let key = Int.random(in: 0..<keyCount, using: &rng)
-                        if Int.random(in: 0..<50, using: &rng) == 0 {
-                            let keys = (0..<4).map { (key + $0 * 977) % keyCount }
-                            let before = keys.map { published[$0].load(ordering: .acquiring) }
-                            let got = cache.values(forKeys: keys)
-                            for (k, floor) in zip(keys, before) where (got[k] ?? 0) < floor {
-                                stale.add(1, ordering: .relaxed)
-                            }
-                        } else {
-                            let floor = published[key].load(ordering: .acquiring)
-                            let value =
-                                Bool.random(using: &rng) ? (cache[key] ?? 0) : (cache.peekValue(forKey: key) ?? 0)
-                            if value < floor { stale.add(1, ordering: .relaxed) }
-                        }
-                        reads.add(1, ordering: .relaxed)
+        // Readers spin until the writers finish: all four threads run at once.
+        await runOnThreads(4) { thread in
+            let published = shared.value
+            var rng = SeededGenerator(seed: UInt64(thread) + 77)
+            if thread < 2 {
+                // Writer `thread` owns the keys of its parity, so its values per key only grow.
+                for i in 1...20_000 {
+                    let key = Int.random(in: 0..<(keyCount / 2), using: &rng) * 2 + thread
+                    if i % 97 == 0 {
+                        let keys = (0..<8).map { (key + 2 * $0 * 131) % keyCount }
+                        cache.addEntries(from: Dictionary(uniqueKeysWithValues: keys.map { ($0, i) }))
+                        for k in keys { published[k].store(i, ordering: .releasing) }
+                    } else {
+                        cache[key] = i
+                        published[key].store(i, ordering: .releasing)
                     }
                 }
-            }.start()
+                writersDone.add(1, ordering: .releasing)
+            } else {
+                while writersDone.load(ordering: .acquiring) < 2 {
+                    let key = Int.random(in: 0..<keyCount, using: &rng)
+                    if Int.random(in: 0..<50, using: &rng) == 0 {
+                        let keys = (0..<4).map { (key + $0 * 977) % keyCount }
+                        let before = keys.map { published[$0].load(ordering: .acquiring) }
+                        let got = cache.values(forKeys: keys)
+                        for (k, floor) in zip(keys, before) where (got[k] ?? 0) < floor {
+                            stale.add(1, ordering: .relaxed)
+                        }
+                    } else {
+                        let floor = published[key].load(ordering: .acquiring)
+                        let value =
+                            Bool.random(using: &rng) ? (cache[key] ?? 0) : (cache.peekValue(forKey: key) ?? 0)
+                        if value < floor { stale.add(1, ordering: .relaxed) }
+                    }
+                    reads.add(1, ordering: .relaxed)
+                }
+            }
         }
-        group.wait()
         cache.flush()
         cache._checkInvariants()
         #expect(reads.load(ordering: .relaxed) > 0)
@@ -367,10 +362,4 @@ struct StressTests {
         let calls = 6 * 1_500 * 2 + uncachedCalls.value
         #expect(stats.map { $0.hitCount + $0.missCount + $0.bypassCount }.reduce(0, +) == calls)
     }
-}
-
-/// Hands a value to other threads where the test itself guarantees safe use.
-final class Handoff<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }

@@ -93,13 +93,13 @@ struct StripedLockTests {
     }
 
     @Test("readers on several threads are all counted, and a writer waits for them")
-    func concurrentReadersAreCounted() {
+    func concurrentReadersAreCounted() async {
         let lock = _StripedLock(stripes: 2)
         let perThread = 20_000
         let threads = 4
         let inside = Atomic<Int>(0)
         let violations = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: threads) { t in
+        await runOnThreads(threads) { t in
             for i in 0..<perThread {
                 if t == 0 && i % 100 == 0 {
                     lock.lockExclusive()
