@@ -215,9 +215,9 @@ struct PersistenceTests {
         let reported = Locked<[CachePersistenceError]>([])
         persistence.onError = { error in reported.mutate { $0.append(error) } }
         persistence.startAutosave(every: .seconds(1), clock: clock)
-        try await waitUntil { clock.sleeperCount == 1 }
+        await eventually { clock.sleeperCount == 1 }
         clock.advance(by: .seconds(1))
-        try await waitUntil { reported.value.count == 1 }
+        await eventually { reported.value.count == 1 }
         persistence.stopAutosave()
         #expect(reported.value == [.saveRefused(path: url.path, because: error)])
         #expect(try [UInt8](Data(contentsOf: url)) == damaged)
@@ -326,6 +326,70 @@ struct PersistenceTests {
             try second.save()
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
+    }
+
+    /// A model that is not `Codable`, with a key that is not either: only a custom serializer
+    /// can save it (YMCache's "arbitrary model transformations").
+    struct Story: Equatable, Sendable {
+        let title: String
+        let words: Int
+    }
+
+    struct StoryID: Hashable, Sendable {
+        let number: Int
+    }
+
+    static let storySerializer = CacheSerializer<StoryID, Story>.custom(
+        identifier: "stories-v1",
+        encode: { entries in
+            Data(entries.map { "\($0.key.number)\t\($0.value.title)\t\($0.value.words)\t\($0.cost)\n" }.joined().utf8)
+        },
+        decode: { data in
+            struct BadLine: Error {}
+            return try String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
+                let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+                guard fields.count == 4, let number = Int(fields[0]), let words = Int(fields[2]),
+                    let cost = Int(fields[3])
+                else { throw BadLine() }
+                return PersistedEntry(
+                    key: StoryID(number: number),
+                    value: Story(title: String(fields[1]), words: words),
+                    cost: cost
+                )
+            }
+        }
+    )
+
+    @Test("keys and values that are not Codable persist through a custom serializer, in Cache and SharedCache")
+    func nonCodableModels() throws {
+        let directory = try Directory()
+        let cache = Cache<StoryID, Story>(countLimit: 3, policy: .lru)
+        cache.setValue(Story(title: "one", words: 100), forKey: StoryID(number: 1), cost: 1)
+        cache.setValue(Story(title: "two", words: 200), forKey: StoryID(number: 2), cost: 2)
+        cache.setValue(Story(title: "three", words: 300), forKey: StoryID(number: 3), cost: 3)
+        _ = cache[StoryID(number: 1)]  // order, next victim first: 2, 3, 1
+        try CachePersistence(cache: cache, fileURL: directory.file("cache"), serializer: Self.storySerializer).save()
+
+        let shared = SharedCache<StoryID, Story>(countLimit: 3, policy: .lru)
+        let sharedPersistence = CachePersistence(
+            cache: shared,
+            fileURL: directory.file("cache"),
+            serializer: Self.storySerializer
+        )
+        #expect(try sharedPersistence.load() == 3)
+        #expect(shared.persistableEntries() == cache.persistableEntries())
+        #expect(shared.persistableEntries().map(\.key.number) == [2, 3, 1])
+        #expect(shared[StoryID(number: 3)] == Story(title: "three", words: 300))
+
+        // And back from SharedCache to Cache, through a second file.
+        try CachePersistence(cache: shared, fileURL: directory.file("shared"), serializer: Self.storySerializer).save()
+        let restored = Cache<StoryID, Story>(countLimit: 3, policy: .lru)
+        #expect(
+            try CachePersistence(cache: restored, fileURL: directory.file("shared"), serializer: Self.storySerializer)
+                .load() == 3
+        )
+        #expect(restored.persistableEntries().map(\.key.number) == [2, 1, 3])
+        #expect(restored.totalCost == 6)
     }
 
     @Test("a serializer that fails to encode leaves the previous file in place")
@@ -441,23 +505,23 @@ struct PersistenceTests {
         persistence.onError = { error in errors.mutate { $0.append(error) } }
         persistence.startAutosave(every: .seconds(30), clock: clock)
         #expect(persistence.isAutosaving)
-        try await waitUntil { clock.sleeperCount == 1 }
+        await eventually { clock.sleeperCount == 1 }
         cache["a"] = 1
         clock.advance(by: .seconds(29))
         #expect(!FileManager.default.fileExists(atPath: url.path))
         clock.advance(by: .seconds(1))
         // The autosave saved and went back to sleep.
-        try await waitUntil { clock.sleeperCount == 1 && FileManager.default.fileExists(atPath: url.path) }
+        await eventually { clock.sleeperCount == 1 && FileManager.default.fileExists(atPath: url.path) }
         #expect(try load(url) == ["a": 1])
 
         cache["b"] = 2
         clock.advance(by: .seconds(30))
-        try await waitUntil { clock.sleeperCount == 1 }
+        await eventually { clock.sleeperCount == 1 }
         #expect(try load(url) == ["a": 1, "b": 2])
 
         persistence.stopAutosave()
         #expect(!persistence.isAutosaving)
-        try await waitUntil { clock.sleeperCount == 0 }
+        await eventually { clock.sleeperCount == 0 }
         cache["c"] = 3
         clock.advance(by: .seconds(60))
         #expect(try load(url) == ["a": 1, "b": 2])
@@ -474,9 +538,9 @@ struct PersistenceTests {
         persistence.onError = { error in errors.mutate { $0.append(error) } }
         persistence.startAutosave(every: .seconds(1), clock: clock)
         for round in 1...2 {
-            try await waitUntil { clock.sleeperCount == 1 }
+            await eventually { clock.sleeperCount == 1 }
             clock.advance(by: .seconds(1))
-            try await waitUntil { errors.value.count == round }
+            await eventually { errors.value.count == round }
         }
         guard case .ioFailure(_, "open", ENOENT) = errors.value[0] else {
             Issue.record("unexpected error: \(errors.value[0])")
@@ -492,10 +556,10 @@ struct PersistenceTests {
         let cache = makeFilledCache()
         let persistence = CachePersistence(cache: cache, fileURL: directory.file(), serializer: .propertyList)
         persistence.startAutosave(every: .seconds(60), clock: clock)
-        try await waitUntil { clock.sleeperCount == 1 }
+        await eventually { clock.sleeperCount == 1 }
         try persistence.close()
         #expect(!persistence.isAutosaving)
-        try await waitUntil { clock.sleeperCount == 0 }
+        await eventually { clock.sleeperCount == 0 }
         let restored = Cache<String, Int>(countLimit: 4, policy: .lru)
         try CachePersistence(cache: restored, fileURL: directory.file(), serializer: .propertyList).load()
         #expect(restored.persistableEntries() == cache.persistableEntries())
@@ -620,18 +684,6 @@ struct PersistenceTests {
 }
 
 // MARK: Helpers
-
-/// Waits (yielding, not sleeping) until `condition` holds; fails the test after 10 seconds.
-private func waitUntil(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("condition not met within 10 seconds", sourceLocation: sourceLocation)
-            throw CancellationError()
-        }
-        await Task.yield()
-    }
-}
 
 /// The entries saved at `url` (JSON), as a dictionary.
 private func load(_ url: URL) throws -> [String: Int] {

@@ -112,11 +112,11 @@ struct SharedCacheTests {
     }
 
     @Test("a reader never sees a state older than one it saw, and every thread reads its own writes")
-    func readYourWrites() {
+    func readYourWrites() async {
         let cache = SharedCache<Int, Int>(countLimit: 1_000)
         let threads = 4
         let writes = 3_000
-        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+        await runOnThreads(threads) { thread in
             // Thread t writes key t with increasing values and reads every key.
             var latestSeen = [Int](repeating: -1, count: threads)
             for i in 0..<writes {
@@ -337,12 +337,12 @@ struct SharedCacheTests {
     }
 
     @Test("no reader sees half of a bulk write")
-    func bulkAtomicity() {
+    func bulkAtomicity() async {
         let cache = SharedCache<Int, Int>()
         let keys = Array(0..<200)
         cache.addEntries(from: Dictionary(uniqueKeysWithValues: keys.map { ($0, 0) }))
         let rounds = 300
-        DispatchQueue.concurrentPerform(iterations: 3) { thread in
+        await runOnThreads(3) { thread in
             if thread == 0 {
                 for round in 1...rounds {
                     cache.addEntries(from: Dictionary(uniqueKeysWithValues: keys.map { ($0, round) }))
@@ -369,6 +369,8 @@ struct SharedCacheTests {
         cache.removalHandler = log.append
         cache.addEntries(from: Dictionary(uniqueKeysWithValues: (0..<10).map { ($0, $0) }))
         #expect(cache.purgeEvictableItems() == 5)
+        // Synchronous, as YMCache's: applied and reported when the call returns.
+        #expect(log.all.map(\.key).sorted() == [0, 2, 4, 6, 8])
         #expect(cache.allItems().keys.sorted() == [1, 3, 5, 7, 9])
         #expect(cache.purgeEvictableItems(context: 3) == 2)  // 3 and 9
         #expect(cache.allItems().keys.sorted() == [1, 5, 7])

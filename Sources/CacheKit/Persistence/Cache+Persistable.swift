@@ -1,4 +1,4 @@
-extension Cache: PersistableCache where Key: Codable, Value: Codable {
+extension Cache: PersistableCache {
     /// A snapshot of the live entries in eviction order, next victim first, with their costs.
     /// Expired entries are not part of it.
     ///

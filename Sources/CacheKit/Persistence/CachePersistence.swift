@@ -74,15 +74,19 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
     /// - Parameters:
     ///   - cache: The cache to save and load.
     ///   - fileURL: A file URL; its directory must exist.
-    ///   - serializer: How entries become bytes: ``CacheSerializer/json`` (the default),
-    ///     ``CacheSerializer/propertyList`` or ``CacheSerializer/custom(identifier:encode:decode:)``.
+    ///   - serializer: How entries become bytes: ``CacheSerializer/json``,
+    ///     ``CacheSerializer/propertyList`` (both for `Codable` keys and values) or
+    ///     ``CacheSerializer/custom(identifier:encode:decode:)``, which works for any keys and
+    ///     values: YMCache's "arbitrary model transformations". Without this argument, keys and
+    ///     values must be `Codable`, and the file is JSON (see
+    ///     ``init(cache:fileURL:filePermissions:)``).
     ///   - filePermissions: The POSIX mode of the saved file, applied whatever the umask.
     ///     Defaults to `0o600`.
     /// - Precondition: `fileURL` is a file URL; `filePermissions` is within `0...0o7777`.
     public init(
         cache: C,
         fileURL: URL,
-        serializer: CacheSerializer<C.Key, C.Value> = .json,
+        serializer: CacheSerializer<C.Key, C.Value>,
         filePermissions: Int = 0o600
     ) {
         precondition(fileURL.isFileURL, "CachePersistence needs a file URL (got \(fileURL))")
@@ -303,5 +307,21 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
     public func close() throws(CachePersistenceError) {
         stopAutosave()
         try save()
+    }
+}
+
+extension CachePersistence where C.Key: Codable, C.Value: Codable {
+    /// Creates a persistence for `cache` that saves its entries as JSON
+    /// (``CacheSerializer/json``). Nothing is read or written until you call ``load()``,
+    /// ``save()``, ``startAutosave(every:clock:)`` or ``close()``.
+    ///
+    /// - Parameters:
+    ///   - cache: The cache to save and load.
+    ///   - fileURL: A file URL; its directory must exist.
+    ///   - filePermissions: The POSIX mode of the saved file, applied whatever the umask.
+    ///     Defaults to `0o600`.
+    /// - Precondition: `fileURL` is a file URL; `filePermissions` is within `0...0o7777`.
+    public convenience init(cache: C, fileURL: URL, filePermissions: Int = 0o600) {
+        self.init(cache: cache, fileURL: fileURL, serializer: .json, filePermissions: filePermissions)
     }
 }

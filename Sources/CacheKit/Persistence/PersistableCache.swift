@@ -1,10 +1,11 @@
 /// A cache whose contents ``CachePersistence`` can save to a file and load back.
 ///
 /// An adopter hands out its live entries in eviction order with their costs, and takes them back
-/// in the same order. ``Cache`` adopts it when its keys and values are `Codable`;
-/// ``CachePersistence`` also needs the cache, its keys and its values to be `Sendable`. (Swift
-/// does not let a conditional conformance depend on `Sendable`, so the protocol cannot ask for
-/// it.)
+/// in the same order. ``Cache`` and ``SharedCache`` adopt it whatever their keys and values;
+/// ``CachePersistence`` also needs the cache, its keys and its values to be `Sendable`, and a
+/// ``CacheSerializer`` for them: JSON or a property list when they are `Codable`, your own
+/// closures otherwise. (Swift does not let a conditional conformance depend on `Sendable`, so
+/// the protocol cannot ask for it.)
 ///
 /// ```swift
 /// let cache = Cache<String, Int>(countLimit: 100, policy: .lru)
@@ -13,9 +14,9 @@
 /// ```
 public protocol PersistableCache<Key, Value>: AnyObject {
     /// The type of the cache's keys.
-    associatedtype Key: Hashable & Codable
+    associatedtype Key: Hashable
     /// The type of the cache's values.
-    associatedtype Value: Codable
+    associatedtype Value
 
     /// A snapshot of the live (unexpired) entries in eviction order, next victim first, with
     /// their costs.

@@ -1,4 +1,4 @@
-extension SharedCache: PersistableCache where Key: Codable, Value: Codable {
+extension SharedCache: PersistableCache {
     /// A snapshot of the live entries in eviction order, next victim first, with their costs,
     /// read in one operation after every write issued before it (and with every read so far in
     /// the order). Expired entries are not part of it.

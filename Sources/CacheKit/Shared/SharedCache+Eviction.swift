@@ -1,11 +1,14 @@
 extension SharedCache {
     /// Runs the ``evictionDecider`` over every entry, on the calling thread and outside the lock,
-    /// and queues the removal of those it selects (reason ``RemovalReason/purged``), as one
-    /// write (YMCache's `purgeEvictableItems:`). An entry written or removed after the decider
-    /// saw it is left alone. Every read after this call sees the purge. Returns how many entries
-    /// the decider selected; `0` without a decider.
+    /// and removes those it selects (reason ``RemovalReason/purged``), as one write (YMCache's
+    /// `purgeEvictableItems:`, an "immediate synchronous cache cleanup"). An entry written or
+    /// removed after the decider saw it is left alone. Unlike other writes, the purge is applied
+    /// before this returns, as ``flush()`` would: the memory is released and the
+    /// ``removalHandler`` has heard every purged entry (unless this is called from the handler
+    /// itself, which then hears them after it returns). Returns how many entries the decider
+    /// selected; `0` without a decider.
     ///
-    /// - Complexity: O(*n*) calls of the decider.
+    /// - Complexity: O(*n*) calls of the decider, plus ``flush()``'s cost.
     @discardableResult
     public func purgeEvictableItems(context: (any Sendable)? = nil) -> Int {
         guard let evictionDecider else { return 0 }
@@ -23,7 +26,10 @@ extension SharedCache {
             return result
         }
         let chosen = candidates.filter { evictionDecider($0.target.key, $0.value, context) }.map(\.target)
-        if !chosen.isEmpty { _enqueue(.purge(chosen)) }
+        if !chosen.isEmpty {
+            _enqueue(.purge(chosen))
+            flush()
+        }
         return chosen.count
     }
 
@@ -72,7 +78,6 @@ extension SharedCache: _MemoryPressureResponder {
             handleMemoryPressure(action)
         } else if evictionDecider != nil {
             purgeEvictableItems()
-            flush()
         } else {
             handleMemoryPressure(.removeAll)
         }
