@@ -57,6 +57,9 @@
 ///   returned but not stored. Name the closure's parameter type, as the macro cannot infer it:
 ///   `insertionPolicy: { (image: Data) in image.count <= 30_000 }`.
 /// - `cost`: each result's cost, for `totalCostLimit`; annotate it as `insertionPolicy`.
+/// - `expiresWhen`: your own expiration rule, asked on each hit with the stored result and its
+///   age (`true`: run the body again); annotate it as `insertionPolicy`:
+///   `expiresWhen: { (quote: Quote, age: Duration) in quote.isClosed || age > .seconds(60) }`.
 /// - `isEnabled`: whether caching starts on for this function.
 /// - `cache`: a `MemoCache` shared with other functions (another overload), such as a
 ///   `static let`; its limits, policy and expiration apply to all of them. Keys carry each
@@ -136,6 +139,7 @@ public macro Memoized<Output>(
     clock: any Clock<Duration> = ContinuousClock(),
     insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
     cost: (@Sendable (Output) -> Int)? = nil,
+    expiresWhen: (@Sendable (Output, Duration) -> Bool)? = nil,
     isEnabled: Bool = true,
     keys: [String]? = nil
 ) = #externalMacro(module: "CacheKitMacrosPlugin", type: "MemoizedMacro")
@@ -169,6 +173,7 @@ public macro Memoized<Output>(
     expiresAfter: Duration? = nil,
     insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
     cost: (@Sendable (Output) -> Int)? = nil,
+    expiresWhen: (@Sendable (Output, Duration) -> Bool)? = nil,
     isEnabled: Bool = true,
     keys: [String]? = nil
 ) = #externalMacro(module: "CacheKitMacrosPlugin", type: "MemoizedMacro")

@@ -55,6 +55,13 @@ final class Squarer: Sendable {
         return String(repeating: text, count: times)
     }
 
+    /// A result of 0 is stored but never served: the rule rejects it on every hit.
+    @Memoized(expiresWhen: { (count: Int, _: Duration) in count == 0 })
+    func vowels(in text: String) -> Int {
+        runs.add(1, ordering: .relaxed)
+        return text.filter { "aeiou".contains($0) }.count
+    }
+
     @Memoized
     func parse(_ text: String) throws(ParseError) -> Int {
         runs.add(1, ordering: .relaxed)
@@ -292,6 +299,16 @@ struct MemoizedBehaviourTests {
         #expect(squarer.repeated("ab", times: 3) == "ababab")
         #expect(squarer.repeated("ab", times: 3) == "ababab")
         #expect(squarer.runs.load(ordering: .relaxed) == 3)  // the 6-character result is never stored
+    }
+
+    @Test func aCustomExpirationRuleIsAskedOnEveryHit() {
+        let squarer = Squarer()
+        #expect(squarer.vowels(in: "cache") == 2)
+        #expect(squarer.vowels(in: "cache") == 2)
+        #expect(squarer.vowels(in: "rhythm") == 0)
+        #expect(squarer.vowels(in: "rhythm") == 0)
+        #expect(squarer.runs.load(ordering: .relaxed) == 3)  // "rhythm" ran twice
+        #expect(squarer._memoized_vowels.cache.count == 2)
     }
 
     @Test func typedThrowsStayTypedAndErrorsAreNotStored() {

@@ -335,6 +335,76 @@ struct MemoizationTests {
         #expect(counted.runs.value == 2)
     }
 
+    @Test("a custom expiration rule sees each stored result and its age; a rejected result runs the function again")
+    func customExpirationRule() async throws {
+        let clock = ManualClock()
+        let shared = MemoCache(clock: clock)
+        let log = RemovalLog<MemoKey, MemoValue>()
+        shared.removalHandler = log.append
+        let asked = Locked<[(result: Int, age: Duration)]>([])
+        // ClearCache's custom expiration policy: here, results of even numbers expire after 10
+        // seconds, odd ones never.
+        let rule: @Sendable (Int, Duration) -> Bool = { result, age in
+            asked.mutate { $0.append((result, age)) }
+            return result.isMultiple(of: 2) && age >= .seconds(10)
+        }
+        let counted = Counted()
+        let memo = MemoizedFunction<Int>("square", cache: shared, expiresWhen: rule)
+        let square = memo.wrap(counted.square)
+        #expect(square(2) == 4 && square(3) == 9)
+        #expect(asked.value.isEmpty)  // fresh results are not asked about
+        clock.advance(by: .seconds(4))
+        #expect(square(2) == 4)
+        #expect(asked.value.map(\.result) == [4] && asked.value.map(\.age) == [.seconds(4)])
+        clock.advance(by: .seconds(6))
+        #expect(square(2) == 4 && square(3) == 9)
+        #expect(counted.runs.value == 3)  // 2 ran again; 3 did not
+        #expect(asked.value.map(\.age).suffix(2) == [.seconds(10), .seconds(10)])
+        #expect(log.all.map(\.reason) == [.expired])
+        #expect(log.all.first?.value.value as? Int == 4)
+        // The new result's age counts from its own run.
+        clock.advance(by: .seconds(9))
+        #expect(square(2) == 4)
+        #expect(counted.runs.value == 3)
+        #expect(asked.value.last?.age == .seconds(9))
+        #expect(memo.statistics.hitCount == 3 && memo.statistics.missCount == 3)
+
+        // The async path: a rejected hit is removed and the function runs again, once.
+        let asyncMemo = MemoizedFunction<Int>("asyncSquare", cache: shared, expiresWhen: rule)
+        let asyncSquare = asyncMemo.wrap { @Sendable (x: Int) async -> Int in counted.square(x) }
+        #expect(await asyncSquare(6) == 36)
+        clock.advance(by: .seconds(10))
+        #expect(await asyncSquare(6) == 36)
+        #expect(counted.runs.value == 5)
+        #expect(await asyncSquare(6) == 36)  // the new result is fresh
+        #expect(counted.runs.value == 5)
+        #expect(asyncMemo.statistics.hitCount == 1 && asyncMemo.statistics.missCount == 2)
+        #expect(log.all.map(\.reason) == [.expired, .expired])
+    }
+
+    @Test("a custom expiration rule never removes a newer result stored after the one it rejected")
+    func customExpirationKeepsNewerResult() {
+        let shared = MemoCache()
+        let key = MemoKey(function: "f", arguments: 1)
+        let memo = MemoizedFunction<Int>(
+            "f",
+            cache: shared,
+            expiresWhen: { result, _ in
+                // While the rule is asked about the old result, another caller stores a new one.
+                if result == 1 { shared[key] = MemoValue(2, computeTime: .zero) }
+                return result == 1
+            }
+        )
+        shared[key] = MemoValue(1, computeTime: .zero)
+        let log = RemovalLog<MemoKey, MemoValue>()
+        shared.removalHandler = log.append
+        // The rule rejected 1, but 2 had replaced it: 2 stays, and, as with any two racing
+        // calls, the result stored first is the one returned.
+        #expect(memo.call(arguments: 1) { 3 } == 2)
+        #expect(shared[key]?.value as? Int == 2)
+        #expect(log.all.map(\.reason) == [.replaced])
+    }
+
     @Test("older-than expiry of one function in a shared cache leaves the others' results")
     func olderThanInSharedCache() async throws {
         let clock = ManualClock()

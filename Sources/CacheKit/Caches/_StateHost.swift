@@ -284,6 +284,19 @@ extension _StateHost {
         }
     }
 
+    /// Removes `key`'s entry with `reason` if `matches` accepts its value; loads in flight and
+    /// the invalidation count are left alone (an entry found expired, not removed by the user).
+    /// `matches` runs under the lock: internal callers only, comparing without user code.
+    func _removeValue(forKey key: Key, reason: RemovalReason, if matches: (Value) -> Bool) {
+        _withSweptState(now: _timekeeper.now()) { state, removals in
+            let slot = state.core.slot(of: key)
+            guard slot >= 0, matches(state.core.entries[Int(slot)].value),
+                let removal = state.core.removeValue(forKey: key, reason: reason)
+            else { return }
+            removals.append(removal)
+        }
+    }
+
     @inlinable
     func _removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key {
         // Collected first: iterating the caller's sequence (a lazy one may run any code, this

@@ -21,12 +21,26 @@ public struct MemoValue: Sendable {
     public let value: any Sendable
     /// How long the call that produced `value` took.
     public let computeTime: Duration
+    /// When the call that produced `value` finished, in nanoseconds on the cache's clock (see
+    /// `_Timekeeper`), or `-1` when not known (a value made with the public initializer).
+    let computedAt: Int64
+    /// Tells this stored result from any other, so that removing it when it expires cannot
+    /// remove a newer result stored under the same key meanwhile.
+    let serial: UInt64
 
     /// A memoized `value` that took `computeTime` to compute.
     public init(_ value: any Sendable, computeTime: Duration) {
+        self.init(value, computeTime: computeTime, computedAt: -1)
+    }
+
+    init(_ value: any Sendable, computeTime: Duration, computedAt: Int64) {
         self.value = value
         self.computeTime = computeTime
+        self.computedAt = computedAt
+        serial = MemoValue.serials.add(1, ordering: .relaxed).newValue
     }
+
+    private static let serials = Atomic<UInt64>(0)
 }
 
 /// Caching around one function or method (ClearCache's method cache): calls with arguments seen
@@ -54,6 +68,13 @@ public struct MemoValue: Sendable {
 /// An `Optional` result is stored as it is: a stored `nil` is a hit, distinct from a miss. A
 /// `Void` function is run once per key while its entry is cached (its calls are de-duplicated).
 /// A call that throws stores nothing; the next call runs the function again.
+///
+/// ## Expiration
+/// A result leaves when the cache's ``Expiration`` or the function's `expiresAfter` says
+/// (ClearCache's "older than"), when ``expireAll()`` or a trigger runs, or when the function's
+/// `expiresWhen` rule (ClearCache's custom expiration policy) rejects it on a hit: the rule sees
+/// the result and its age on the cache's clock, and the call then counts as a miss and runs the
+/// function again.
 ///
 /// ## Synchronous and asynchronous functions
 /// For a synchronous function, two threads that miss the same key at once both run it, and the
@@ -93,6 +114,9 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     /// How long a result stays after it was computed (ClearCache's "older than" expiration
     /// policy); `nil` keeps it until the cache's own expiration or eviction removes it.
     public let expiresAfter: Duration?
+    /// ClearCache's custom expiration policy: asked on every hit whether the stored result has
+    /// expired, with the result and its age (see the initializers).
+    private let expiresWhen: (@Sendable (Output, Duration) -> Bool)?
     private let ownsCache: Bool
     private let insertionPolicy: (@Sendable (Output) -> Bool)?
     private let cost: (@Sendable (Output) -> Int)?
@@ -114,6 +138,12 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     ///     (FIFO, LFU and LRU as in ClearCache, and the others).
     ///   - expiration: The cache's expiration: time to live, time to idle, refresh after write.
     ///   - expiresAfter: Each result's own time to live ("older than").
+    ///   - expiresWhen: Your own expiration rule (ClearCache's custom expiration policy), asked
+    ///     on every hit with the stored result and its age, the time on `clock` since its call
+    ///     finished. Returning `true` makes the call a miss: the result is removed (reason
+    ///     ``RemovalReason/expired``) and the function runs again. It runs on the calling thread,
+    ///     outside the cache's lock; a result just computed is returned without asking it.
+    ///     `nil` (the default) keeps every result until another rule removes it.
     ///   - clock: The clock expiry is measured on; tests pass a ``ManualClock``.
     ///   - insertionPolicy: Asked with each result before it is stored; a result it refuses is
     ///     returned but not stored (e.g. "do not cache images over 30 KB"). `nil` stores all.
@@ -127,6 +157,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         policy: EvictionPolicy = .default,
         expiration: Expiration = .never,
         expiresAfter: Duration? = nil,
+        expiresWhen: (@Sendable (_ result: Output, _ age: Duration) -> Bool)? = nil,
         clock: some Clock<Duration> = ContinuousClock(),
         insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
         cost: (@Sendable (Output) -> Int)? = nil,
@@ -144,6 +175,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             cache: cache,
             ownsCache: true,
             expiresAfter: expiresAfter,
+            expiresWhen: expiresWhen,
             insertionPolicy: insertionPolicy,
             cost: cost,
             isEnabled: isEnabled
@@ -153,11 +185,13 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     /// Memoizes a function in `cache`, which other functions may share.
     ///
     /// The cache's limits, policy, expiration and insertion policy apply to every function in
-    /// it; `expiresAfter`, `insertionPolicy` and `cost` apply to this function's results only.
+    /// it; `expiresAfter`, `expiresWhen`, `insertionPolicy` and `cost` apply to this function's
+    /// results only (`expiresWhen` measures ages on the cache's clock).
     public convenience init(
         _ id: String,
         cache: MemoCache,
         expiresAfter: Duration? = nil,
+        expiresWhen: (@Sendable (_ result: Output, _ age: Duration) -> Bool)? = nil,
         insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
         cost: (@Sendable (Output) -> Int)? = nil,
         isEnabled: Bool = true
@@ -167,6 +201,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             cache: cache,
             ownsCache: false,
             expiresAfter: expiresAfter,
+            expiresWhen: expiresWhen,
             insertionPolicy: insertionPolicy,
             cost: cost,
             isEnabled: isEnabled
@@ -178,6 +213,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         cache: MemoCache,
         ownsCache: Bool,
         expiresAfter: Duration?,
+        expiresWhen: (@Sendable (Output, Duration) -> Bool)?,
         insertionPolicy: (@Sendable (Output) -> Bool)?,
         cost: (@Sendable (Output) -> Int)?,
         isEnabled: Bool
@@ -189,6 +225,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         self.cache = cache
         self.ownsCache = ownsCache
         self.expiresAfter = expiresAfter
+        self.expiresWhen = expiresWhen
         self.insertionPolicy = insertionPolicy
         self.cost = cost
         self.enabled = Atomic(isEnabled)
@@ -234,8 +271,10 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         }
         let key = MemoKey(function: id, arguments: arguments)
         if let hit = cache.value(forKey: key) {
-            counters.recordHit(saving: hit.computeTime)
-            return output(of: hit)
+            if !hasExpired(hit, forKey: key) {
+                counters.recordHit(saving: hit.computeTime)
+                return output(of: hit)
+            }
         }
         counters.recordMiss()
         let startEpoch = epoch.load(ordering: .sequentiallyConsistent)
@@ -256,7 +295,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         counters.recordRun(time: elapsed, failed: false)
         cache._recordLoad(forKey: key, time: elapsed, error: nil)
         let stored = cache._store(
-            MemoValue(result, computeTime: elapsed),
+            MemoValue(result, computeTime: elapsed, computedAt: expiresWhen == nil ? -1 : cache._timekeeper.reading()),
             forKey: key,
             cost: cost?(result) ?? 0,
             expiresAfter: expiresAfter,
@@ -296,28 +335,38 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         if let insertionPolicy {
             admit = { value in (value.value as? Output).map(insertionPolicy) ?? true }
         }
+        // The clock is read for `expiresWhen` only.
+        let timekeeper = expiresWhen == nil ? nil : cache._timekeeper
         let loader: @Sendable (MemoKey) async throws -> MemoValue = { _ in
             let start = ContinuousClock.now
             do {
                 let result = try await compute()
                 let elapsed = ContinuousClock.now - start
                 counters.recordRun(time: elapsed, failed: false)
-                return MemoValue(result, computeTime: elapsed)
+                return MemoValue(result, computeTime: elapsed, computedAt: timekeeper?.reading() ?? -1)
             } catch {
                 counters.recordRun(time: ContinuousClock.now - start, failed: true)
                 throw error
             }
         }
-        let value: MemoValue
-        let wasHit: Bool
+        let key = MemoKey(function: id, arguments: arguments)
+        var value: MemoValue
+        var wasHit: Bool
         do {
-            (value, wasHit) = try await cache._value(
-                forKey: MemoKey(function: id, arguments: arguments),
-                cost: costOfValue,
-                admit: admit,
-                expiresAfter: expiresAfter,
-                loader: loader
-            )
+            // A stored result `expiresWhen` rejects is removed and the lookup made again: it
+            // then joins or starts a run. Should other callers keep storing results it rejects,
+            // the third result found is returned all the same, rather than looping.
+            var lookups = 0
+            repeat {
+                (value, wasHit) = try await cache._value(
+                    forKey: key,
+                    cost: costOfValue,
+                    admit: admit,
+                    expiresAfter: expiresAfter,
+                    loader: loader
+                )
+                lookups += 1
+            } while wasHit && lookups < 3 && hasExpired(value, forKey: key)
         } catch {
             // A failed run, shared or not, is a miss for every caller that waited for it.
             counters.recordMiss()
@@ -349,6 +398,18 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             counters.recordBypass()
             return await compute()
         }
+    }
+
+    /// Whether `expiresWhen` says the stored `value` has expired; if so, removes it (reason
+    /// ``RemovalReason/expired``) unless another result has replaced it meanwhile.
+    private func hasExpired(_ value: MemoValue, forKey key: MemoKey) -> Bool {
+        guard let expiresWhen else { return false }
+        let age =
+            value.computedAt < 0 ? .zero : Duration.nanoseconds(max(0, cache._timekeeper.reading() - value.computedAt))
+        guard expiresWhen(output(of: value), age) else { return false }
+        let serial = value.serial
+        cache._removeValue(forKey: key, reason: .expired, if: { $0.serial == serial })
+        return true
     }
 
     private func output(of value: MemoValue) -> Output {
