@@ -544,7 +544,10 @@ struct SharedCacheTests {
     func pressureMonitor() throws {
         let source = FakeSource()
         let monitor = MemoryPressureMonitor(source: source, clock: ManualClock())
-        let decided = SharedCache<Int, Int>(evictionDecider: { _, value, _ in value >= 5 })
+        // The decider is told the level: here it purges more when pressure is critical.
+        let decided = SharedCache<Int, Int>(evictionDecider: { _, value, context in
+            value >= (context as? MemoryPressureLevel == .critical ? 3 : 5)
+        })
         let plain = SharedCache<Int, Int>()
         let trimmed = SharedCache<Int, Int>(countLimit: 100, policy: .fifo)
         for cache in [decided, plain, trimmed] {
@@ -564,6 +567,7 @@ struct SharedCacheTests {
         source.level = .critical
         try monitor.check()
         #expect(trimmed.count == 4)
+        #expect(decided.allItems().keys.sorted() == [0, 1, 2])
     }
 
     @Test("statistics count requests from every stripe; a handler may write to the cache")

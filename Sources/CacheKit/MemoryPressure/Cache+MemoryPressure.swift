@@ -1,5 +1,5 @@
 extension Cache: _MemoryPressureResponder {
-    func _respondToMemoryPressure(_ action: MemoryPressureAction?) {
+    func _respondToMemoryPressure(_ action: MemoryPressureAction?, at level: MemoryPressureLevel) {
         if let action { _handleMemoryPressure(action) } else { handleMemoryPressure() }
     }
 }

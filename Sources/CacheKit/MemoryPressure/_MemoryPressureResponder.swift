@@ -3,13 +3,13 @@
 ///
 /// `Cache` conforms (see `Cache+MemoryPressure.swift`). A cache with a notion of its own, such as a
 /// shared cache whose eviction decider picks what may be purged (YMCache's
-/// `purgeEvictableItems`), conforms by doing that in ``_respondToMemoryPressure(_:)`` when the
+/// `purgeEvictableItems`), conforms by doing that in ``_respondToMemoryPressure(_:at:)`` when the
 /// action is `nil` (or for an action case of its own), and gets its public `respond(to:at:with:)`
 /// from ``_subscribe(to:at:with:)``.
 protocol _MemoryPressureResponder: AnyObject {
     /// Frees memory as `action` says; `nil` means the cache's own default (for `Cache`, its
-    /// `memoryPressureAction`).
-    func _respondToMemoryPressure(_ action: MemoryPressureAction?)
+    /// `memoryPressureAction`). `level` is the level the monitor reported.
+    func _respondToMemoryPressure(_ action: MemoryPressureAction?, at level: MemoryPressureLevel)
 
     /// Tokens cancelled when the cache is deinitialized (its expiration triggers' list).
     var _triggers: _Triggers { get }
@@ -28,8 +28,8 @@ extension _MemoryPressureResponder {
         // Held weakly and type-erased: the subscription must neither keep the cache alive nor
         // capture the cache's type.
         let cache = _WeakBox<AnyObject>(self)
-        let subscription = monitor.subscribe(at: level) { _ in
-            (cache.object as? any _MemoryPressureResponder)?._respondToMemoryPressure(action)
+        let subscription = monitor.subscribe(at: level) { reported in
+            (cache.object as? any _MemoryPressureResponder)?._respondToMemoryPressure(action, at: reported)
         }
         _triggers.add(subscription._token)
         return subscription

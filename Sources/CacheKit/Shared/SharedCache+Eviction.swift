@@ -73,11 +73,11 @@ extension SharedCache {
 }
 
 extension SharedCache: _MemoryPressureResponder {
-    func _respondToMemoryPressure(_ action: MemoryPressureAction?) {
+    func _respondToMemoryPressure(_ action: MemoryPressureAction?, at level: MemoryPressureLevel) {
         if let action {
             handleMemoryPressure(action)
         } else if evictionDecider != nil {
-            purgeEvictableItems()
+            purgeEvictableItems(context: level)
         } else {
             handleMemoryPressure(.removeAll)
         }
@@ -97,7 +97,9 @@ extension SharedCache: _MemoryPressureResponder {
     ///   - level: The level from which to act: `.warning` (the default) or `.critical`.
     ///   - action: `.removeAll` or `.trim(toFraction:)` (reason ``RemovalReason/memoryPressure``);
     ///     `nil` (the default) purges what the ``evictionDecider`` selects (reason
-    ///     ``RemovalReason/purged``), or removes everything when the cache has no decider.
+    ///     ``RemovalReason/purged``), or removes everything when the cache has no decider. The
+    ///     decider's context is then the ``MemoryPressureLevel`` reported, as YMCache hands its
+    ///     decider the memory warning notification.
     ///     Runs on the monitor's task; the subscription holds the cache weakly and ends with it.
     @discardableResult
     public func respond(
