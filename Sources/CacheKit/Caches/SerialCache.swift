@@ -26,7 +26,9 @@ public final class SerialCache<Key: Hashable, Value> {
     /// Creates a cache.
     ///
     /// - Parameters:
-    ///   - countLimit: The most entries the cache holds; `0` (the default) means no limit.
+    ///   - countLimit: The most entries the cache holds; `0` (the default) means no limit, as
+    ///     for ``Cache`` and `NSCache`. (YapCache's default is 40; a size that suits every use
+    ///     does not exist, so CacheKit does not pick one: pass yours.)
     ///   - totalCostLimit: The most total cost the cache holds; `0` (the default) means no limit.
     ///   - policy: Which entry leaves first when a limit is reached. Defaults to ``EvictionPolicy/lru``: YapCache's
     ///     strict LRU, unlike ``Cache``, whose default is ``EvictionPolicy/default``.
