@@ -180,7 +180,9 @@ public final class Cache<Key: Hashable, Value> {
     }
 
     /// Decides which values are stored: asked with the key, value and cost before each write
-    /// (including loads). Set when the cache is created.
+    /// (including loads). Set when the cache is created, and fixed then (ClearCache lets you
+    /// assign it later): a write reads it before taking the lock, so it needs no synchronization
+    /// of its own. For a rule that changes, have the closure consult state you change.
     public var insertionPolicy: (@Sendable (_ key: Key, _ value: Value, _ cost: Int) -> Bool)? {
         unsafeBitCast(_insertionPolicy, to: (@Sendable (Key, Value, Int) -> Bool)?.self)
     }
