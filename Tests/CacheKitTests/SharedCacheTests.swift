@@ -379,6 +379,42 @@ struct SharedCacheTests {
         #expect(SharedCache<Int, Int>().purgeEvictableItems() == 0)  // no decider: nothing
     }
 
+    @Test("a purge never waits for a removal handler running on another thread (it may be waiting for the purge)")
+    func purgeDoesNotWaitForOtherDeliveries() async {
+        let cache = SharedCache<Int, Int>(evictionDecider: { _, _, _ in true })
+        let owner = DispatchQueue(label: "owner")
+        let handlerEntered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let heard = Locked<[Int]>([])
+        cache.removalHandler = { removal in
+            heard.mutate { $0.append(removal.key) }
+            if removal.key == 1 {
+                handlerEntered.signal()
+                release.wait()
+                owner.sync {}  // the handler's bookkeeping on the owner's queue
+            }
+        }
+        cache.addEntries(from: [1: 1, 2: 2])
+        cache.flush()
+        // A thread removes 1 and delivers that removal: its handler holds the delivery while it
+        // waits for the owner's queue, where the purge runs.
+        startThread { cache.removeValue(forKey: 1) }
+        handlerEntered.wait()
+        let purged = Atomic<Int>(-1)
+        owner.async {
+            purged.store(cache.purgeEvictableItems(), ordering: .relaxed)
+            release.signal()
+        }
+        await eventually { purged.load(ordering: .relaxed) >= 0 }
+        // Deadlocked (`eventually` recorded it): stop here, as any further use of the cache would wait too.
+        guard purged.load(ordering: .relaxed) >= 0 else { return }
+        #expect(purged.load(ordering: .relaxed) == 1)
+        #expect(cache.allItems().isEmpty)
+        // The thread that was delivering tells the handler of the purge too.
+        cache.flush()
+        #expect(heard.value == [1, 2])
+    }
+
     @Test("an entry rewritten after the decider chose it is not purged")
     func purgeSkipsRewrittenEntries() {
         let cache = SharedCache<Int, Int>(evictionDecider: { key, value, context in

@@ -3,12 +3,13 @@ extension SharedCache {
     /// and removes those it selects (reason ``RemovalReason/purged``), as one write (YMCache's
     /// `purgeEvictableItems:`, an "immediate synchronous cache cleanup"). An entry written or
     /// removed after the decider saw it is left alone. Unlike other writes, the purge is applied
-    /// before this returns, as ``flush()`` would: the memory is released and the
-    /// ``removalHandler`` has heard every purged entry (unless this is called from the handler
-    /// itself, which then hears them after it returns). Returns how many entries the decider
-    /// selected; `0` without a decider.
+    /// before this returns, with everything queued before it, so the memory is released; this
+    /// thread then tells the ``removalHandler``, unless another thread is telling it of earlier
+    /// removals at that moment, which then tells it of these too. (It never waits for a handler
+    /// running on another thread: that handler might be waiting for this one.) Returns how many
+    /// entries the decider selected; `0` without a decider.
     ///
-    /// - Complexity: O(*n*) calls of the decider, plus ``flush()``'s cost.
+    /// - Complexity: O(*n*) calls of the decider, plus applying the queue.
     @discardableResult
     public func purgeEvictableItems(context: (any Sendable)? = nil) -> Int {
         guard let evictionDecider else { return 0 }
@@ -28,7 +29,7 @@ extension SharedCache {
         let chosen = candidates.filter { evictionDecider($0.target.key, $0.value, context) }.map(\.target)
         if !chosen.isEmpty {
             _enqueue(.purge(chosen))
-            flush()
+            _exclusive { _, _ in }  // applies the queue, and delivers unless someone else is
         }
         return chosen.count
     }
@@ -60,15 +61,19 @@ extension SharedCache {
     /// ``RemovalReason/memoryPressure``). To run the eviction decider instead, call
     /// ``purgeEvictableItems(context:)``.
     ///
-    /// - Complexity: O(*n*) to remove every entry, O(*k*) to trim *k* entries, plus ``flush()``'s
-    ///   cost: it applies the queue before it returns.
+    /// The removals are applied before this returns, with everything queued before them, and
+    /// told to the ``removalHandler`` as ``purgeEvictableItems(context:)``'s are: by this thread,
+    /// unless another is telling it of earlier removals at that moment.
+    ///
+    /// - Complexity: O(*n*) to remove every entry, O(*k*) to trim *k* entries, plus applying the
+    ///   queue.
     public func handleMemoryPressure(_ action: MemoryPressureAction = .removeAll) {
         if action == .removeAll {
             _enqueue(.removeAll(.memoryPressure))
         } else {
             _enqueue(.trim(keptFraction: action.keptFraction, reason: .memoryPressure))
         }
-        flush()
+        _exclusive { _, _ in }  // as in purgeEvictableItems: never waits for another thread's handler
     }
 }
 
