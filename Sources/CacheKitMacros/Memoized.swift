@@ -57,8 +57,8 @@
 ///   returned but not stored. Name the closure's parameter type, as the macro cannot infer it:
 ///   `insertionPolicy: { (image: Data) in image.count <= 30_000 }`.
 /// - `cost`: each result's cost, for `totalCostLimit`; annotate it as `insertionPolicy`.
-/// - `expiresWhen`: your own expiration rule, asked on each hit with the stored result and its
-///   age (`true`: run the body again); annotate it as `insertionPolicy`:
+/// - `expiresWhen`: your own expiration rule, asked by each call that finds a stored result,
+///   with the result and its age (`true`: run the body again); annotate it as `insertionPolicy`:
 ///   `expiresWhen: { (quote: Quote, age: Duration) in quote.isClosed || age > .seconds(60) }`.
 /// - `isEnabled`: whether caching starts on for this function.
 /// - `cache`: a `MemoCache` shared with other functions (another overload), such as a

@@ -55,8 +55,15 @@ final class Squarer: Sendable {
         return String(repeating: text, count: times)
     }
 
-    /// A result of 0 is stored but never served: the rule rejects it on every hit.
-    @Memoized(expiresWhen: { (count: Int, _: Duration) in count == 0 })
+    /// A result of 0 is stored but never served: the rule rejects it on every hit. (With the
+    /// other options the initializer takes, in its order.)
+    @Memoized(
+        countLimit: 10,
+        clock: ContinuousClock(),
+        cost: { (count: Int) in count },
+        expiresWhen: { (count: Int, _: Duration) in count == 0 },
+        isEnabled: true
+    )
     func vowels(in text: String) -> Int {
         runs.add(1, ordering: .relaxed)
         return text.filter { "aeiou".contains($0) }.count

@@ -368,6 +368,8 @@ struct MemoizationTests {
         #expect(counted.runs.value == 3)
         #expect(asked.value.last?.age == .seconds(9))
         #expect(memo.statistics.hitCount == 3 && memo.statistics.missCount == 3)
+        // The cache counts a rejected result as a miss too, and the rule moves nothing in it.
+        #expect(shared.statistics.hitCount == 3 && shared.statistics.missCount == 3)
 
         // The async path: a rejected hit is removed and the function runs again, once.
         let asyncMemo = MemoizedFunction<Int>("asyncSquare", cache: shared, expiresWhen: rule)
@@ -379,7 +381,31 @@ struct MemoizationTests {
         #expect(await asyncSquare(6) == 36)  // the new result is fresh
         #expect(counted.runs.value == 5)
         #expect(asyncMemo.statistics.hitCount == 1 && asyncMemo.statistics.missCount == 2)
+        #expect(shared.statistics.hitCount == 4 && shared.statistics.missCount == 5)
         #expect(log.all.map(\.reason) == [.expired, .expired])
+    }
+
+    @Test("a result of unknown age (stored by hand or restored) ages from when the rule first sees it")
+    func customExpirationUnknownAge() {
+        let clock = ManualClock()
+        let shared = MemoCache(clock: clock)
+        let ages = Locked<[Duration]>([])
+        let memo = MemoizedFunction<Int>(
+            "f",
+            cache: shared,
+            expiresWhen: { _, age in
+                ages.mutate { $0.append(age) }
+                return age > .seconds(10)
+            }
+        )
+        clock.advance(by: .seconds(3_600))
+        shared[MemoKey(function: "f", arguments: 1)] = MemoValue(1, computeTime: .zero)  // as a restore would
+        #expect(memo.call(arguments: 1) { 42 } == 1)
+        clock.advance(by: .seconds(5))
+        #expect(memo.call(arguments: 1) { 42 } == 1)
+        clock.advance(by: .seconds(6))
+        #expect(memo.call(arguments: 1) { 42 } == 42)
+        #expect(ages.value == [.zero, .seconds(5), .seconds(11)])
     }
 
     @Test("a custom expiration rule never removes a newer result stored after the one it rejected")

@@ -297,6 +297,20 @@ extension _StateHost {
         }
     }
 
+    /// Puts `replacement` in place of `key`'s value if `matches` accepts the value: no write, no
+    /// event, no change of place, cost or expiry. `matches` runs under the lock: internal
+    /// callers only, comparing without user code. The value replaced is released after the lock.
+    func _replaceValue(forKey key: Key, if matches: (Value) -> Bool, with replacement: Value) {
+        let replaced = _withSweptState(now: _timekeeper.now()) { state, _ -> Value? in
+            let slot = state.core.slot(of: key)
+            guard slot >= 0, matches(state.core.entries[Int(slot)].value) else { return nil }
+            let old = state.core.entries[Int(slot)].value
+            state.core.entries[Int(slot)].value = replacement
+            return old
+        }
+        _ = replaced
+    }
+
     @inlinable
     func _removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key {
         // Collected first: iterating the caller's sequence (a lazy one may run any code, this

@@ -33,11 +33,11 @@ public struct MemoValue: Sendable {
         self.init(value, computeTime: computeTime, computedAt: -1)
     }
 
-    init(_ value: any Sendable, computeTime: Duration, computedAt: Int64) {
+    init(_ value: any Sendable, computeTime: Duration, computedAt: Int64, serial: UInt64? = nil) {
         self.value = value
         self.computeTime = computeTime
         self.computedAt = computedAt
-        serial = MemoValue.serials.add(1, ordering: .relaxed).newValue
+        self.serial = serial ?? MemoValue.serials.add(1, ordering: .relaxed).newValue
     }
 
     private static let serials = Atomic<UInt64>(0)
@@ -72,9 +72,9 @@ public struct MemoValue: Sendable {
 /// ## Expiration
 /// A result leaves when the cache's ``Expiration`` or the function's `expiresAfter` says
 /// (ClearCache's "older than"), when ``expireAll()`` or a trigger runs, or when the function's
-/// `expiresWhen` rule (ClearCache's custom expiration policy) rejects it on a hit: the rule sees
-/// the result and its age on the cache's clock, and the call then counts as a miss and runs the
-/// function again.
+/// `expiresWhen` rule (ClearCache's custom expiration policy) rejects it when a call finds it:
+/// the rule sees the result and its age on the cache's clock, and the call then counts as a
+/// miss and runs the function again.
 ///
 /// ## Synchronous and asynchronous functions
 /// For a synchronous function, two threads that miss the same key at once both run it, and the
@@ -138,16 +138,20 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     ///     (FIFO, LFU and LRU as in ClearCache, and the others).
     ///   - expiration: The cache's expiration: time to live, time to idle, refresh after write.
     ///   - expiresAfter: Each result's own time to live ("older than").
-    ///   - expiresWhen: Your own expiration rule (ClearCache's custom expiration policy), asked
-    ///     on every hit with the stored result and its age, the time on `clock` since its call
-    ///     finished. Returning `true` makes the call a miss: the result is removed (reason
-    ///     ``RemovalReason/expired``) and the function runs again. It runs on the calling thread,
-    ///     outside the cache's lock; a result just computed is returned without asking it.
-    ///     `nil` (the default) keeps every result until another rule removes it.
     ///   - clock: The clock expiry is measured on; tests pass a ``ManualClock``.
     ///   - insertionPolicy: Asked with each result before it is stored; a result it refuses is
     ///     returned but not stored (e.g. "do not cache images over 30 KB"). `nil` stores all.
     ///   - cost: Each result's cost, for `totalCostLimit`; `nil` gives every result cost 0.
+    ///   - expiresWhen: Your own expiration rule (ClearCache's custom expiration policy). Each
+    ///     call that finds a stored result asks it first, with the result and its age: the time
+    ///     on the cache's clock since its call finished (for a result made with `MemoValue`'s
+    ///     public initializer, stored by hand or restored from a file, since the rule first saw
+    ///     it). Returning `true` removes the result (reason ``RemovalReason/expired``), and the
+    ///     call is a miss, in this function's statistics and the cache's, and runs the function
+    ///     again. The rule runs on the calling thread, outside the cache's lock. A result just
+    ///     computed is returned without asking it, as is one that a racing call stored between
+    ///     the rule's answer and the lookup. `nil` (the default) keeps every result until another
+    ///     rule removes it.
     ///   - isEnabled: Whether caching starts switched on for this function.
     /// - Precondition: The limits are not negative and the durations positive (as for ``Cache``).
     public convenience init(
@@ -157,10 +161,10 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         policy: EvictionPolicy = .default,
         expiration: Expiration = .never,
         expiresAfter: Duration? = nil,
-        expiresWhen: (@Sendable (_ result: Output, _ age: Duration) -> Bool)? = nil,
         clock: some Clock<Duration> = ContinuousClock(),
         insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
         cost: (@Sendable (Output) -> Int)? = nil,
+        expiresWhen: (@Sendable (_ result: Output, _ age: Duration) -> Bool)? = nil,
         isEnabled: Bool = true
     ) {
         let cache = MemoCache(
@@ -191,9 +195,9 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         _ id: String,
         cache: MemoCache,
         expiresAfter: Duration? = nil,
-        expiresWhen: (@Sendable (_ result: Output, _ age: Duration) -> Bool)? = nil,
         insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
         cost: (@Sendable (Output) -> Int)? = nil,
+        expiresWhen: (@Sendable (_ result: Output, _ age: Duration) -> Bool)? = nil,
         isEnabled: Bool = true
     ) {
         self.init(
@@ -270,11 +274,10 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             return try compute()
         }
         let key = MemoKey(function: id, arguments: arguments)
+        if expiresWhen != nil { removeRejected(forKey: key) }
         if let hit = cache.value(forKey: key) {
-            if !hasExpired(hit, forKey: key) {
-                counters.recordHit(saving: hit.computeTime)
-                return output(of: hit)
-            }
+            counters.recordHit(saving: hit.computeTime)
+            return output(of: hit)
         }
         counters.recordMiss()
         let startEpoch = epoch.load(ordering: .sequentiallyConsistent)
@@ -350,23 +353,17 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             }
         }
         let key = MemoKey(function: id, arguments: arguments)
-        var value: MemoValue
-        var wasHit: Bool
+        if expiresWhen != nil { removeRejected(forKey: key) }
+        let value: MemoValue
+        let wasHit: Bool
         do {
-            // A stored result `expiresWhen` rejects is removed and the lookup made again: it
-            // then joins or starts a run. Should other callers keep storing results it rejects,
-            // the third result found is returned all the same, rather than looping.
-            var lookups = 0
-            repeat {
-                (value, wasHit) = try await cache._value(
-                    forKey: key,
-                    cost: costOfValue,
-                    admit: admit,
-                    expiresAfter: expiresAfter,
-                    loader: loader
-                )
-                lookups += 1
-            } while wasHit && lookups < 3 && hasExpired(value, forKey: key)
+            (value, wasHit) = try await cache._value(
+                forKey: key,
+                cost: costOfValue,
+                admit: admit,
+                expiresAfter: expiresAfter,
+                loader: loader
+            )
         } catch {
             // A failed run, shared or not, is a miss for every caller that waited for it.
             counters.recordMiss()
@@ -400,16 +397,28 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         }
     }
 
-    /// Whether `expiresWhen` says the stored `value` has expired; if so, removes it (reason
-    /// ``RemovalReason/expired``) unless another result has replaced it meanwhile.
-    private func hasExpired(_ value: MemoValue, forKey key: MemoKey) -> Bool {
-        guard let expiresWhen else { return false }
-        let age =
-            value.computedAt < 0 ? .zero : Duration.nanoseconds(max(0, cache._timekeeper.reading() - value.computedAt))
-        guard expiresWhen(output(of: value), age) else { return false }
-        let serial = value.serial
+    /// Asks `expiresWhen` about the result stored for `key`, looked at without counting a read
+    /// or moving it in eviction order, and removes it (reason ``RemovalReason/expired``) if the
+    /// rule rejects it, unless another result has replaced it meanwhile. The lookup that follows
+    /// then counts a hit or a miss in the cache as for any other call.
+    ///
+    /// A result whose time of computation is unknown (made with `MemoValue`'s public
+    /// initializer: stored by hand, or restored from a file) is stamped the first time it is
+    /// looked at here, and ages from then.
+    private func removeRejected(forKey key: MemoKey) {
+        guard let expiresWhen, let stored = cache.peekValue(forKey: key) else { return }
+        let now = cache._timekeeper.reading()
+        let serial = stored.serial
+        let age: Duration
+        if stored.computedAt < 0 {
+            age = .zero
+            let stamped = MemoValue(stored.value, computeTime: stored.computeTime, computedAt: now, serial: serial)
+            cache._replaceValue(forKey: key, if: { $0.serial == serial }, with: stamped)
+        } else {
+            age = .nanoseconds(max(0, now - stored.computedAt))
+        }
+        guard expiresWhen(output(of: stored), age) else { return }
         cache._removeValue(forKey: key, reason: .expired, if: { $0.serial == serial })
-        return true
     }
 
     private func output(of value: MemoValue) -> Output {
