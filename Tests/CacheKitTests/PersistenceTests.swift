@@ -392,6 +392,24 @@ struct PersistenceTests {
         #expect(restored.totalCost == 6)
     }
 
+    /// Generic code over `PersistableCache` gets JSON without naming a serializer, and can
+    /// encode the entries itself: its keys and values are `Codable`.
+    func jsonPersistence<C: PersistableCache & Sendable>(_ cache: C, _ url: URL) throws -> CachePersistence<C>
+    where C.Key: Sendable, C.Value: Sendable {
+        _ = try JSONEncoder().encode(cache.persistableEntries())
+        return CachePersistence(cache: cache, fileURL: url)
+    }
+
+    @Test("generic code over PersistableCache keeps JSON as its default")
+    func genericPersistableCache() throws {
+        let directory = try Directory()
+        let original = makeFilledCache()
+        try jsonPersistence(original, directory.file()).save()
+        let restored = Cache<String, Int>(countLimit: 4, policy: .lru)
+        #expect(try jsonPersistence(restored, directory.file()).load() == 4)
+        #expect(restored.persistableEntries() == original.persistableEntries())
+    }
+
     @Test("a serializer that fails to encode leaves the previous file in place")
     func unencodable() throws {
         struct Refusal: Error {}

@@ -1,4 +1,4 @@
-extension Cache: PersistableCache {
+extension Cache: SnapshotCache {
     /// A snapshot of the live entries in eviction order, next victim first, with their costs.
     /// Expired entries are not part of it.
     ///
@@ -15,3 +15,5 @@ extension Cache: PersistableCache {
     /// - Complexity: O(*n*).
     public func restore(_ entries: [PersistedEntry<Key, Value>]) { _restore(entries) }
 }
+
+extension Cache: PersistableCache where Key: Codable, Value: Codable {}

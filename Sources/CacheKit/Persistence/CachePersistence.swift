@@ -37,7 +37,7 @@ import Foundation
 /// All methods may be called from any thread. Concurrent saves each write a complete file; one
 /// that finishes after a newer save already replaced the file is dropped. No callback
 /// (``onError``, the serializer, the cache's handlers) runs while this object holds its lock.
-public final class CachePersistence<C: PersistableCache & Sendable>: Sendable where C.Key: Sendable, C.Value: Sendable {
+public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where C.Key: Sendable, C.Value: Sendable {
     /// The cache this object saves and loads.
     public let cache: C
     /// The file it saves to and loads from.
@@ -124,7 +124,7 @@ public final class CachePersistence<C: PersistableCache & Sendable>: Sendable wh
     /// when saves may proceed.
     public var unreadableFileError: CachePersistenceError? { state.withLock { $0.unreadable } }
 
-    /// Reads the file and restores its entries into the cache (see ``PersistableCache/restore(_:)``).
+    /// Reads the file and restores its entries into the cache (see ``SnapshotCache/restore(_:)``).
     ///
     /// A missing file is an empty cache: nothing is restored and the result is 0. If the file
     /// cannot be read or is not a valid cache file for this serializer, the cache is left as it

@@ -1,18 +1,12 @@
-/// A cache whose contents ``CachePersistence`` can save to a file and load back.
+/// A cache that hands out its entries, with their costs and in eviction order, and takes them
+/// back: what ``CachePersistence`` saves and loads, whatever the keys and values are.
 ///
-/// An adopter hands out its live entries in eviction order with their costs, and takes them back
-/// in the same order. ``Cache`` and ``SharedCache`` adopt it whatever their keys and values;
-/// ``CachePersistence`` also needs the cache, its keys and its values to be `Sendable`, and a
-/// ``CacheSerializer`` for them: JSON or a property list when they are `Codable`, your own
-/// closures otherwise. (Swift does not let a conditional conformance depend on `Sendable`, so
-/// the protocol cannot ask for it.)
-///
-/// ```swift
-/// let cache = Cache<String, Int>(countLimit: 100, policy: .lru)
-/// let persistence = CachePersistence(cache: cache, fileURL: url)
-/// try persistence.load()
-/// ```
-public protocol PersistableCache<Key, Value>: AnyObject {
+/// ``Cache`` and ``SharedCache`` adopt it whatever their keys and values. ``CachePersistence``
+/// also needs the cache, its keys and its values to be `Sendable`, and a ``CacheSerializer``
+/// for them: JSON or a property list when they are `Codable` (see ``PersistableCache``), your
+/// own closures otherwise (YMCache's "arbitrary model transformations"). (Swift does not let a
+/// conditional conformance depend on `Sendable`, so the protocol cannot ask for it.)
+public protocol SnapshotCache<Key, Value>: AnyObject {
     /// The type of the cache's keys.
     associatedtype Key: Hashable
     /// The type of the cache's values.
@@ -27,6 +21,17 @@ public protocol PersistableCache<Key, Value>: AnyObject {
     /// value: what is in memory is newer than the file.
     func restore(_ entries: [PersistedEntry<Key, Value>])
 }
+
+/// A ``SnapshotCache`` whose keys and values are `Codable`, so that ``CachePersistence`` can save
+/// it as JSON (the default) or a property list without a serializer of your own. ``Cache`` and
+/// ``SharedCache`` adopt it when their keys and values are `Codable`.
+///
+/// ```swift
+/// let cache = Cache<String, Int>(countLimit: 100, policy: .lru)
+/// let persistence = CachePersistence(cache: cache, fileURL: url)
+/// try persistence.load()
+/// ```
+public protocol PersistableCache<Key, Value>: SnapshotCache where Key: Codable, Value: Codable {}
 
 /// One entry as it is saved: key, value and cost.
 public struct PersistedEntry<Key: Hashable, Value> {

@@ -1,4 +1,4 @@
-extension SharedCache: PersistableCache {
+extension SharedCache: SnapshotCache {
     /// A snapshot of the live entries in eviction order, next victim first, with their costs,
     /// read in one operation after every write issued before it (and with every read so far in
     /// the order). Expired entries are not part of it.
@@ -28,3 +28,5 @@ extension SharedCache: PersistableCache {
         _enqueue(.restore(entries.map { ($0.key, $0.value, $0.cost) }, now: _timekeeper.now()))
     }
 }
+
+extension SharedCache: PersistableCache where Key: Codable, Value: Codable {}
