@@ -11,6 +11,10 @@ import Synchronization
 /// Here every thread waits at a start line until all have arrived, so all `count` bodies are
 /// under way together and the scheduler interleaves them even on two cores.
 ///
+/// An `#expect` that fails inside `body` fails the run, at its own line, but Swift Testing
+/// reports it under «unknown» rather than the test's name: these threads do not carry the
+/// test's context. The line tells which test it was.
+///
 /// The caller suspends rather than blocks while the threads run: a blocked thread of the
 /// concurrency pool (two threads on two cores) could starve the tasks the bodies wait for, such
 /// as an autosave woken by a clock the bodies advance, and tests run in parallel.
