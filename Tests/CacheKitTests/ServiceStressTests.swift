@@ -37,7 +37,9 @@ struct ServiceStressTests {
         }
         let wrongLevel = Atomic<Int>(0)
         let calls = Atomic<Int>(0)
-        let kept = Mutex<[MemoryPressureSubscription]>([])
+        // A class, not a `Mutex`: a noncopyable local captured by the threads' escaping closure is
+        // accessed as a variable, and TSan reports two threads' `withLock` calls as a race on it.
+        let kept = Locked<[MemoryPressureSubscription]>([])
         // Every thread does every kind of operation, so the checks below hold whatever overlap
         // the scheduler gives.
         await runOnThreads(4) { worker in
@@ -49,7 +51,7 @@ struct ServiceStressTests {
                     if level < threshold { wrongLevel.add(1, ordering: .relaxed) }
                 }
                 if round.isMultiple(of: 3) {
-                    kept.withLock { $0.append(subscription) }
+                    kept.mutate { $0.append(subscription) }
                 } else {
                     subscription.cancel()
                     #expect(subscription.isCancelled)
@@ -65,7 +67,7 @@ struct ServiceStressTests {
         #expect(wrongLevel.load(ordering: .relaxed) == 0)
         #expect(calls.load(ordering: .relaxed) > 0)
         // The cache's subscription and every kept one remain; every cancelled one is gone.
-        #expect(monitor.subscriberCount == 1 + kept.withLock { $0.count })
+        #expect(monitor.subscriberCount == 1 + kept.value.count)
         cache._checkInvariants()
         #expect(cache.count <= 1_000)
         monitor.stop()
@@ -73,7 +75,7 @@ struct ServiceStressTests {
         #expect(!seen.isEmpty)
         // Levels are reported in the order they were read, and only changes: no two in a row equal.
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 != $1 })
-        kept.withLock { for subscription in $0 { subscription.cancel() } }
+        for subscription in kept.value { subscription.cancel() }
         #expect(monitor.subscriberCount == 1)
     }
 
@@ -199,7 +201,7 @@ struct ServiceStressTests {
         let (events, continuation) = AsyncStream.makeStream(of: Void.self)
         let trigger = cache.expireAll(whenever: events)
         let inserted = Atomic<Int>(0)
-        let extras = Mutex<[ExpirationTrigger]>([])
+        let extras = Locked<[ExpirationTrigger]>([])  // not a `Mutex`: see `kept` above
         await runOnThreads(4) { worker in
             for i in 0..<5_000 {
                 if cache.setValue(i, forKey: worker * 100_000 + i).isStored { inserted.add(1, ordering: .relaxed) }
@@ -207,13 +209,13 @@ struct ServiceStressTests {
                 if i.isMultiple(of: 50) {
                     let extra = cache.expireAll(whenever: AsyncStream<Void> { $0.finish() })
                     if i.isMultiple(of: 100) { extra.cancel() }
-                    extras.withLock { $0.append(extra) }
+                    extras.mutate { $0.append(extra) }
                 }
             }
         }
         // Triggers whose sequence ended stop by themselves, whether or not they were also cancelled.
-        await eventually { extras.withLock { $0.allSatisfy(\.isCancelled) } }
-        #expect(extras.withLock { $0.count } == 4 * 100)
+        await eventually { extras.value.allSatisfy(\.isCancelled) }
+        #expect(extras.value.count == 4 * 100)
         trigger.cancel()
         #expect(trigger.isCancelled)
         continuation.finish()
