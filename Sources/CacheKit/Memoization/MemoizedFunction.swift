@@ -263,8 +263,8 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     /// The result of the call whose key arguments are `arguments`: the stored one, or else what
     /// `compute` returns, stored. See the type's documentation for concurrency and errors.
     ///
-    /// - Complexity: O(1) on a hit (one lookup under the cache's lock); on a miss, O(1) plus
-    ///   `compute`.
+    /// - Complexity: O(1) on a hit (one lookup under the cache's lock; with `expiresWhen`, a
+    ///   peek and the rule first); on a miss, O(1) plus `compute`.
     public func call<Arguments: Hashable & Sendable, Failure: Error>(
         arguments: Arguments,
         _ compute: () throws(Failure) -> Output
@@ -413,7 +413,8 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         if stored.computedAt < 0 {
             age = .zero
             let stamped = MemoValue(stored.value, computeTime: stored.computeTime, computedAt: now, serial: serial)
-            cache._replaceValue(forKey: key, if: { $0.serial == serial }, with: stamped)
+            // Only if still unstamped: a caller that stamped it first set the time it ages from.
+            cache._replaceValue(forKey: key, if: { $0.serial == serial && $0.computedAt < 0 }, with: stamped)
         } else {
             age = .nanoseconds(max(0, now - stored.computedAt))
         }

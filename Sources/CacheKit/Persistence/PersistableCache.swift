@@ -24,7 +24,10 @@ public protocol SnapshotCache<Key, Value>: AnyObject {
 
 /// A ``SnapshotCache`` whose keys and values are `Codable`, so that ``CachePersistence`` can save
 /// it as JSON (the default) or a property list without a serializer of your own. ``Cache`` and
-/// ``SharedCache`` adopt it when their keys and values are `Codable`.
+/// ``SharedCache`` adopt it when their keys and values are `Codable`. A generic type of yours
+/// that adopts it conditionally must declare ``SnapshotCache`` too, as Swift requires of
+/// conditional conformances: `extension MyCache: SnapshotCache { … }` with the two methods,
+/// and `extension MyCache: PersistableCache where Key: Codable, Value: Codable {}`.
 ///
 /// ```swift
 /// let cache = Cache<String, Int>(countLimit: 100, policy: .lru)

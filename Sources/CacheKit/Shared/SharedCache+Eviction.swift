@@ -3,11 +3,12 @@ extension SharedCache {
     /// and removes those it selects (reason ``RemovalReason/purged``), as one write (YMCache's
     /// `purgeEvictableItems:`, an "immediate synchronous cache cleanup"). An entry written or
     /// removed after the decider saw it is left alone. Unlike other writes, the purge is applied
-    /// before this returns, with everything queued before it, so the memory is released; this
-    /// thread then tells the ``removalHandler``, unless another thread is telling it of earlier
-    /// removals at that moment, which then tells it of these too. (It never waits for a handler
-    /// running on another thread: that handler might be waiting for this one.) Returns how many
-    /// entries the decider selected; `0` without a decider.
+    /// before this returns, with everything queued before it; this thread then tells the
+    /// ``removalHandler`` and the purged values are released, unless another thread is telling
+    /// the handler of earlier removals at that moment (or this is called from the handler):
+    /// that delivery then tells it of these too, and releases them after. (It never waits for a
+    /// handler running on another thread: that handler might be waiting for this one.) Returns
+    /// how many entries the decider selected; `0` without a decider.
     ///
     /// - Complexity: O(*n*) calls of the decider, plus applying the queue.
     @discardableResult
@@ -56,14 +57,15 @@ extension SharedCache {
         }
     }
 
-    /// Frees memory now: with `.removeAll` (the default) removes every entry, with
+    /// Removes entries now: with `.removeAll` (the default) removes every entry, with
     /// `.trim(toFraction:)` evicts in eviction order down to that fraction (reason
     /// ``RemovalReason/memoryPressure``). To run the eviction decider instead, call
     /// ``purgeEvictableItems(context:)``.
     ///
     /// The removals are applied before this returns, with everything queued before them, and
     /// told to the ``removalHandler`` as ``purgeEvictableItems(context:)``'s are: by this thread,
-    /// unless another is telling it of earlier removals at that moment.
+    /// unless another is telling it of earlier removals at that moment, in which case the
+    /// removed values are released when that delivery has told the handler of them.
     ///
     /// - Complexity: O(*n*) to remove every entry, O(*k*) to trim *k* entries, plus applying the
     ///   queue.
