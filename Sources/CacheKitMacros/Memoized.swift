@@ -64,6 +64,8 @@
 /// - `cache`: a `MemoCache` shared with other functions (another overload), such as a
 ///   `static let`; its limits, policy and expiration apply to all of them. Keys carry each
 ///   function's identity, so shared functions never collide.
+/// - `storage`: a `MemoStorage` of your own instead of a `MemoCache` (another overload), such
+///   as a disk store; it may be shared as `cache` is.
 /// - `keys`: the parameters the cache key is made of, by name (ClearCache's `parameterIndexes`):
 ///   all of them by default, or a subset, `keys: ["location"]`; `[]` stores one result for all
 ///   calls. `"self"` adds the instance itself (which must be `Hashable`) for a method whose
@@ -171,6 +173,43 @@ public macro Memoized(
 public macro Memoized<Output>(
     cache: MemoCache,
     expiresAfter: Duration? = nil,
+    insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
+    cost: (@Sendable (Output) -> Int)? = nil,
+    expiresWhen: (@Sendable (Output, Duration) -> Bool)? = nil,
+    isEnabled: Bool = true,
+    keys: [String]? = nil
+) = #externalMacro(module: "CacheKitMacrosPlugin", type: "MemoizedMacro")
+
+/// Memoizes a function or method in `storage`, a ``MemoStorage`` of your own (ClearCache's
+/// `INNCache`: a disk or database store, say), which other functions may share. The function
+/// enforces `expiresAfter` (measured on `clock`) itself; the storage decides what it keeps. See
+/// `Memoized(countLimit:totalCostLimit:policy:expiration:expiresAfter:clock:isEnabled:keys:)`.
+///
+/// ```swift
+/// enum Weather {
+///     static let results = DiskResults(directory: resultsURL)  // your MemoStorage
+///     @Memoized(storage: Weather.results, expiresAfter: .seconds(600))
+///     static func forecast(for city: String) async throws -> Forecast { ... }
+/// }
+/// ```
+@attached(body)
+@attached(peer, names: prefixed(_memoized_), prefixed(_uncached_))
+public macro Memoized(
+    storage: any MemoStorage,
+    expiresAfter: Duration? = nil,
+    clock: any Clock<Duration> = ContinuousClock(),
+    isEnabled: Bool = true,
+    keys: [String]? = nil
+) = #externalMacro(module: "CacheKitMacrosPlugin", type: "MemoizedMacro")
+
+/// Memoizes a function or method in `storage`, with an insertion policy, a cost or an
+/// expiration rule for its results `Output`. See `Memoized(storage:expiresAfter:clock:isEnabled:keys:)`.
+@attached(body)
+@attached(peer, names: prefixed(_memoized_), prefixed(_uncached_))
+public macro Memoized<Output>(
+    storage: any MemoStorage,
+    expiresAfter: Duration? = nil,
+    clock: any Clock<Duration> = ContinuousClock(),
     insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
     cost: (@Sendable (Output) -> Int)? = nil,
     expiresWhen: (@Sendable (Output, Duration) -> Bool)? = nil,

@@ -415,9 +415,9 @@ struct MemoizationPlan {
     var storageDeclaration: DeclSyntax {
         let staticKeyword = storage == .typeProperty ? "static " : ""
         let identityLiteral = StringLiteralExprSyntax(content: identity)
-        // Instances sharing a cache each need their own identity, or one would get another's
-        // results (the key has no `self` unless asked for).
-        let sharesCache = initializerArguments.contains { $0.label?.text == "cache" }
+        // Instances sharing a cache or a storage each need their own identity, or one would get
+        // another's results (the key has no `self` unless asked for).
+        let sharesCache = initializerArguments.contains { ["cache", "storage"].contains($0.label?.text) }
         let identityExpression =
             storage == .instanceProperty && sharesCache
             ? "CacheKit.Memoization.instanceIdentity(\(identityLiteral))" : "\(identityLiteral)"

@@ -34,7 +34,7 @@ struct CacheActivityLoggerTests {
     @Test func aMemoizedFunctionsCacheLogsCallsByFunctionAndArguments() {
         let logs = LogStore()
         let memo = MemoizedFunction<Int>("length(of:)", countLimit: 10, policy: .lru)
-        memo.cache.enableMonitoring(label: "memo", logger: logs.logger(level: .trace), metrics: false)
+        memo.cache!.enableMonitoring(label: "memo", logger: logs.logger(level: .trace), metrics: false)
         let length = memo.wrap { (text: String) in text.count }
         #expect(length("Paris") == 5)
         #expect(length("Paris") == 5)

@@ -48,7 +48,7 @@ struct MemoizationTests {
         #expect(Memoization.withCachingDisabled { outcomes(cached) } == expected)
         #expect(memo.statistics.bypassCount == 2 * calls.count)
         #expect(memo.statistics.failureCount == calls.filter { $0.0 == 13 }.count)
-        memo.cache._checkInvariants()
+        memo.cache!._checkInvariants()
     }
 
     #if !os(Windows)
@@ -78,7 +78,7 @@ struct MemoizationTests {
             return counted.square(x)
         }
         #expect(square(4) == 16)
-        #expect(memo.cache.count == 0)
+        #expect(memo.cache!.count == 0)
         #expect(square(4) == 16)
         #expect(square(4) == 16)
         #expect(counted.runs.value == 2)
@@ -137,7 +137,7 @@ struct MemoizationTests {
         #expect(runs.value == 2)
         #expect(memo.statistics.hitCount == 1)
         #expect(memo.statistics.missCount == 2)
-        let stored = memo.cache.peekValue(forKey: MemoKey(function: "lookup(_:)", arguments: MemoArguments("unknown")))
+        let stored = memo.cache!.peekValue(forKey: MemoKey(function: "lookup(_:)", arguments: MemoArguments("unknown")))
         let storedResult = try #require(stored).value as! Int?
         #expect(storedResult == nil)
     }
@@ -187,7 +187,7 @@ struct MemoizationTests {
         #expect(weather("Rome", WeatherOptions(verbose: true)) == "sunny in Rome (verbose)")
         #expect(runs.value == 2)
         #expect(
-            memo.cache.keys.map(\.description).sorted() == [
+            memo.cache!.keys.map(\.description).sorted() == [
                 "weather(for:options:) [Paris]", "weather(for:options:) [Rome]",
             ]
         )
@@ -467,7 +467,7 @@ struct MemoizationTests {
             let memo = MemoizedFunction<Int>("id", countLimit: 3, policy: policy)
             let id = memo.wrap { (x: Int) in x }
             for x in [1, 2, 3, 1, 1, 4] { _ = id(x) }
-            let kept = Set(memo.cache.keys.map { ($0.arguments as! MemoArguments<Int>).values })
+            let kept = Set(memo.cache!.keys.map { ($0.arguments as! MemoArguments<Int>).values })
             #expect(kept == survivors, "\(policy)")
         }
     }
@@ -493,10 +493,10 @@ struct MemoizationTests {
         #expect(runs.value == 2)
         _ = await image(50)
         _ = await image(40)
-        #expect(memo.cache.totalCost == 90)
+        #expect(memo.cache!.totalCost == 90)
         _ = await image(30)  // over the cost limit: something leaves
-        #expect(memo.cache.totalCost <= 100)
-        #expect(memo.cache.count == 2)
+        #expect(memo.cache!.totalCost <= 100)
+        #expect(memo.cache!.count == 2)
     }
 
     @Test("triggers expire a memoized function: a notification, and an async sequence")
@@ -519,7 +519,7 @@ struct MemoizationTests {
         let (events, continuation) = AsyncStream.makeStream(of: Void.self)
         memo.expireAll(whenever: events)
         continuation.yield()
-        await eventually { memo.cache.count == 0 }
+        await eventually { memo.cache!.count == 0 }
         _ = square(2)
         #expect(counted.runs.value == 3)
         continuation.finish()
@@ -561,12 +561,12 @@ struct MemoizationTests {
         _ = sum(10)
         let stats = memo.statistics
         #expect(stats.hitCount == 2 && stats.missCount == 2 && stats.runCount == 2)
-        let computeTime = memo.cache.peekValue(forKey: MemoKey(function: "sum", arguments: MemoArguments(100_000)))!
+        let computeTime = memo.cache!.peekValue(forKey: MemoKey(function: "sum", arguments: MemoArguments(100_000)))!
             .computeTime
         #expect(stats.timeSaved == computeTime * 2)
         #expect(stats.runTime >= computeTime)
         #expect(stats.hitRatio == 0.5)
-        #expect(memo.cache.statistics.hitCount == 2)
+        #expect(memo.cache!.statistics.hitCount == 2)
         memo.resetStatistics()
         #expect(memo.statistics == MemoStatistics())
     }

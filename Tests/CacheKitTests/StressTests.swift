@@ -362,4 +362,57 @@ struct StressTests {
         let calls = 6 * 1_500 * 2 + uncachedCalls.value
         #expect(stats.map { $0.hitCount + $0.missCount + $0.bypassCount }.reduce(0, +) == calls)
     }
+    @Test("memoized functions on storages of their own: sync and async calls and expireAll from many tasks")
+    func memoStorageStress() async throws {
+        let shared = SharedCache<MemoKey, MemoValue>(countLimit: 50, policy: .lru)
+        let dictionary = DictionaryStorage()
+        let clock = ManualClock()
+        let double = MemoizedFunction<Int>("double", storage: shared)
+        let triple = MemoizedFunction<Int>("triple", storage: dictionary, expiresAfter: .seconds(60), clock: clock)
+        let runs = Locked(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for t in 0..<6 {
+                group.addTask {
+                    var rng = SeededGenerator(seed: UInt64(t) + 60)
+                    for _ in 0..<1_000 {
+                        let x = Int.random(in: 0..<80, using: &rng)
+                        let doubled = double.call(arguments: x) { () -> Int in
+                            runs.mutate { $0 += 1 }
+                            return x * 2
+                        }
+                        #expect(doubled == x * 2)
+                        let tripled = try await triple.call(arguments: x) { @Sendable () async throws -> Int in
+                            runs.mutate { $0 += 1 }
+                            return x * 3
+                        }
+                        #expect(tripled == x * 3)
+                        switch Int.random(in: 0..<100, using: &rng) {
+                        case 0: triple.expireAll()
+                        case 1: double.expireAll()
+                        case 2: clock.advance(by: .seconds(7))
+                        default: break
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        shared.flush()
+        shared._checkInvariants()
+        #expect(shared.count <= 50)
+        // Every stored result is right for its key.
+        func check(_ items: [MemoKey: MemoValue], factor: Int) {
+            for (key, value) in items {
+                let argument = key.arguments as? Int ?? -1
+                #expect(value.value as? Int == argument * factor, "\(key)")
+            }
+        }
+        check(shared.allItems(), factor: 2)
+        check(dictionary.values.value, factor: 3)
+        let stats = [double.statistics, triple.statistics]
+        #expect(stats.map(\.runCount).reduce(0, +) == runs.value)
+        let lookups: Int = stats.map { $0.hitCount + $0.missCount }.reduce(0, +)
+        #expect(lookups == 12_000)  // 6 tasks, 1,000 rounds, 2 calls
+        #expect(stats.allSatisfy { $0.hitCount > 0 })
+    }
 }

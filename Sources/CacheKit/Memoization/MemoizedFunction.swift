@@ -109,23 +109,28 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     /// The function's identity, part of every key it stores. Two functions sharing a cache must
     /// have different identities.
     public let id: String
-    /// The cache the results are stored in.
-    public let cache: MemoCache
+    /// The cache the results are stored in; `nil` for a function created with `storage:`.
+    public let cache: MemoCache?
+    /// The storage of your own the results are stored in (see ``MemoStorage``); `nil` for a
+    /// function whose results are in a ``cache``.
+    public var storage: (any MemoStorage)? { backing?.storage }
+    /// What a function on a ``MemoStorage`` keeps beside it.
+    let backing: _MemoStorageBacking?
     /// How long a result stays after it was computed (ClearCache's "older than" expiration
     /// policy); `nil` keeps it until the cache's own expiration or eviction removes it.
     public let expiresAfter: Duration?
     /// ClearCache's custom expiration policy: asked on every hit whether the stored result has
     /// expired, with the result and its age (see the initializers).
-    private let expiresWhen: (@Sendable (Output, Duration) -> Bool)?
+    let expiresWhen: (@Sendable (Output, Duration) -> Bool)?
     private let ownsCache: Bool
-    private let insertionPolicy: (@Sendable (Output) -> Bool)?
-    private let cost: (@Sendable (Output) -> Int)?
+    let insertionPolicy: (@Sendable (Output) -> Bool)?
+    let cost: (@Sendable (Output) -> Int)?
     private let enabled: Atomic<Bool>
-    private let counters = _MemoCounters()
+    let counters = _MemoCounters()
     private let triggers = _Triggers()
     /// Incremented by ``expireAll()`` before it removes anything: a synchronous call that saw
     /// another value when it started stores nothing.
-    private let epoch = Atomic<UInt64>(0)
+    let epoch = Atomic<UInt64>(0)
 
     /// Memoizes a function in a cache of its own.
     ///
@@ -212,9 +217,51 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         )
     }
 
+    /// Memoizes a function in `storage`, a storage of your own (ClearCache's `INNCache`), which
+    /// other functions may share. See ``MemoStorage`` for what this function does and what the
+    /// storage must do.
+    ///
+    /// - Parameters:
+    ///   - id: The function's identity, part of every key it stores.
+    ///   - storage: Where the results are stored.
+    ///   - expiresAfter: Each result's time to live ("older than"), measured on `clock` from when
+    ///     its call finished (for a result of unknown age, see ``MemoStorage``, from when a call
+    ///     first found it). A call that finds an older result removes it from `storage` and runs
+    ///     the function again.
+    ///   - clock: The clock ages are measured on; tests pass a ``ManualClock``.
+    ///   - insertionPolicy: Asked with each result before it is stored; a result it refuses is
+    ///     returned but not stored. `nil` stores all.
+    ///   - cost: Each result's cost, handed to `storage`; `nil` gives every result cost 0.
+    ///   - expiresWhen: Your own expiration rule, asked as for a function on a ``MemoCache``.
+    ///   - isEnabled: Whether caching starts switched on for this function.
+    /// - Precondition: `expiresAfter` is positive.
+    public convenience init(
+        _ id: String,
+        storage: any MemoStorage,
+        expiresAfter: Duration? = nil,
+        clock: some Clock<Duration> = ContinuousClock(),
+        insertionPolicy: (@Sendable (Output) -> Bool)? = nil,
+        cost: (@Sendable (Output) -> Int)? = nil,
+        expiresWhen: (@Sendable (_ result: Output, _ age: Duration) -> Bool)? = nil,
+        isEnabled: Bool = true
+    ) {
+        self.init(
+            id,
+            cache: nil,
+            backing: _MemoStorageBacking(storage: storage, timekeeper: _Timekeeper(clock, active: true)),
+            ownsCache: false,
+            expiresAfter: expiresAfter,
+            expiresWhen: expiresWhen,
+            insertionPolicy: insertionPolicy,
+            cost: cost,
+            isEnabled: isEnabled
+        )
+    }
+
     private init(
         _ id: String,
-        cache: MemoCache,
+        cache: MemoCache?,
+        backing: _MemoStorageBacking? = nil,
         ownsCache: Bool,
         expiresAfter: Duration?,
         expiresWhen: (@Sendable (Output, Duration) -> Bool)?,
@@ -227,6 +274,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         }
         self.id = id
         self.cache = cache
+        self.backing = backing
         self.ownsCache = ownsCache
         self.expiresAfter = expiresAfter
         self.expiresWhen = expiresWhen
@@ -274,7 +322,8 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             return try compute()
         }
         let key = MemoKey(function: id, arguments: arguments)
-        if expiresWhen != nil { removeRejected(forKey: key) }
+        guard let cache else { return try storedCall(forKey: key, compute) }
+        if expiresWhen != nil { removeRejected(forKey: key, in: cache) }
         if let hit = cache.value(forKey: key) {
             counters.recordHit(saving: hit.computeTime)
             return output(of: hit)
@@ -328,6 +377,8 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             counters.recordBypass()
             return try await compute()
         }
+        let key = MemoKey(function: id, arguments: arguments)
+        guard let cache else { return try await storedCall(forKey: key, compute) }
         let counters = self.counters
         let cost = self.cost
         let costOfValue: @Sendable (MemoValue) -> Int = { value in
@@ -352,8 +403,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
                 throw error
             }
         }
-        let key = MemoKey(function: id, arguments: arguments)
-        if expiresWhen != nil { removeRejected(forKey: key) }
+        if expiresWhen != nil { removeRejected(forKey: key, in: cache) }
         let value: MemoValue
         let wasHit: Bool
         do {
@@ -405,7 +455,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     /// A result whose time of computation is unknown (made with `MemoValue`'s public
     /// initializer: stored by hand, or restored from a file) is stamped the first time it is
     /// looked at here, and ages from then.
-    private func removeRejected(forKey key: MemoKey) {
+    private func removeRejected(forKey key: MemoKey, in cache: MemoCache) {
         guard let expiresWhen, let stored = cache.peekValue(forKey: key) else { return }
         let now = cache._timekeeper.reading()
         let serial = stored.serial
@@ -422,7 +472,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         cache._removeValue(forKey: key, reason: .expired, if: { $0.serial == serial })
     }
 
-    private func output(of value: MemoValue) -> Output {
+    func output(of value: MemoValue) -> Output {
         guard let output = value.value as? Output else {
             preconditionFailure(
                 "the cache holds a \(type(of: value.value)) for \(id), which returns \(Output.self): "
@@ -443,11 +493,16 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     ///   cache's entries otherwise.
     public func expireAll() {
         epoch.add(1, ordering: .sequentiallyConsistent)
-        if ownsCache {
-            cache.expireAll()
-        } else {
-            let id = self.id
-            cache._removeValues(where: { $0.function == id }, reason: .expired)
+        let id = self.id
+        if let backing {
+            backing.detachAll()
+            backing.storage.removeMemoizedValues(where: { $0.function == id })
+        } else if let cache {
+            if ownsCache {
+                cache.expireAll()
+            } else {
+                cache._removeValues(where: { $0.function == id }, reason: .expired)
+            }
         }
     }
 

@@ -1,0 +1,81 @@
+import Synchronization
+
+/// Storage of your own for memoized results (ClearCache's `INNCache` protocol, its "storage
+/// mechanism"): a disk or database store, a cache that other code also uses, or a test double.
+///
+/// ```swift
+/// final class DiskResults: MemoStorage { ... }
+/// let weather = MemoizedFunction<Weather>("weather(for:)", storage: DiskResults(directory: url))
+/// ```
+///
+/// A ``MemoizedFunction`` created with `storage:` keeps its results here instead of in a
+/// ``MemoCache``, and does the rest itself: it asks this storage for a result before running the
+/// function and gives it the result after, keyed by ``MemoKey`` (whose ``MemoKey/function``
+/// names the memoized function, so several functions can share one storage). It enforces its own
+/// `expiresAfter` and `expiresWhen` rules when it reads a result, applies its insertion policy
+/// and cost before it stores one, and runs concurrent `async` calls with equal keys once. The
+/// storage decides what it keeps and for how long: it may drop any result at any time, which
+/// costs only a run of the function on the next call.
+///
+/// ## Requirements
+/// - Thread safety: the requirements are called from any thread, concurrently, and never while
+///   CacheKit holds a lock, so an implementation may block or call back into CacheKit.
+/// - Read-your-writes: a read that starts after ``storeMemoizedValue(_:forKey:cost:)`` returned
+///   should see that value (or nothing, if the storage dropped it); otherwise equal calls may
+///   run the function more than once.
+/// - Values: ``MemoValue/value`` holds the function's result, of the function's result type. A
+///   storage that writes results somewhere else (a file) casts it to the types it knows and
+///   recreates the value with `MemoValue(_:computeTime:)`. Such a value's age is unknown, so the
+///   function counts its age from the first call that finds it (see ``MemoizedFunction``).
+/// - Errors: the requirements cannot throw. A storage that fails to read answers `nil` (a
+///   miss), and one that fails to write keeps nothing; the calls still return the function's
+///   results.
+///
+/// ## Races
+/// A ``MemoCache`` looks up, stores and checks for a concurrent ``MemoizedFunction/expireAll()``
+/// in one critical section. A storage is user code, called with no lock held, so here those are
+/// separate calls, and a race costs a run of the function, never a wrong result:
+/// - Two synchronous calls that miss the same key at once both run the function and both store
+///   (the last store wins; each returns its own result). `async` calls with equal keys share
+///   one run.
+/// - A result found expired, or of another result type (written by an older version of the
+///   program, say), is removed by key, which may remove a newer result another call stored
+///   meanwhile.
+/// - A call that overlaps `expireAll()` stores nothing, or, if `expireAll()` comes between its
+///   check and its store, removes its result again right after storing it (possibly a newer
+///   one stored meanwhile).
+/// - A result of unknown age is stored again, stamped, by the call that finds it; a racing
+///   call may stamp it too, a moment later.
+public protocol MemoStorage: AnyObject, Sendable {
+    /// The result stored under `key`, or `nil`.
+    func memoizedValue(forKey key: MemoKey) -> MemoValue?
+
+    /// Stores `value` under `key`, replacing any value stored there. `cost` is what the function's
+    /// `cost` closure gave for the result (`0` without one), for a storage with a cost limit.
+    func storeMemoizedValue(_ value: MemoValue, forKey key: MemoKey, cost: Int)
+
+    /// Removes the result stored under `key`, if any.
+    func removeMemoizedValue(forKey key: MemoKey)
+
+    /// Removes every result whose key `shouldRemove` selects: what
+    /// ``MemoizedFunction/expireAll()`` calls, with a closure that selects its function's keys.
+    func removeMemoizedValues(where shouldRemove: @escaping @Sendable (MemoKey) -> Bool)
+}
+
+extension SharedCache: MemoStorage where Key == MemoKey, Value == MemoValue {
+    /// ``value(forKey:)``: the stored result, read on the calling thread.
+    public func memoizedValue(forKey key: MemoKey) -> MemoValue? { value(forKey: key) }
+
+    /// ``setValue(_:forKey:cost:)``: queued, and seen by every read that starts after it.
+    public func storeMemoizedValue(_ value: MemoValue, forKey key: MemoKey, cost: Int) {
+        setValue(value, forKey: key, cost: cost)
+    }
+
+    /// ``removeValue(forKey:)``.
+    public func removeMemoizedValue(forKey key: MemoKey) { removeValue(forKey: key) }
+
+    /// Removes the selected keys in one write (reason ``RemovalReason/removed``).
+    public func removeMemoizedValues(where shouldRemove: @escaping @Sendable (MemoKey) -> Bool) {
+        removeValues(forKeys: allItems().keys.filter(shouldRemove))
+    }
+}
