@@ -1,5 +1,6 @@
 import Benchmark
 import CacheKit
+import Synchronization
 
 // Each benchmark runs `operations` cache operations per iteration on a cache filled to capacity
 // in setup (outside the measurement); metrics are scaled per operation. The malloc counts are the
@@ -8,17 +9,29 @@ import CacheKit
 let capacity = 10_000
 let operations = 10_000
 
-/// Keys from a fixed-seed generator, so every run measures the same operations.
-let mixKeys: [Int] = {
-    var state: UInt64 = 42
-    return (0..<operations).map { _ in
+/// A SplitMix64 stream of keys over twice the capacity (the mix's key space), from `seed`.
+struct MixKeys {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> Int {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return Int((z ^ (z >> 31)) % UInt64(2 * capacity))
     }
+}
+
+/// Keys from a fixed-seed generator, so every run measures the same operations.
+let mixKeys: [Int] = {
+    var keys = MixKeys(seed: 42)
+    return (0..<operations).map { _ in keys.next() }
 }()
+
+/// Counts the samples of the warmed cases, so that each sample measures a stream of its own.
+let warmedSamples = Atomic<UInt64>(0)
 
 func filledCache(_ policy: EvictionPolicy) -> Cache<Int, Int> {
     let cache = Cache<Int, Int>(countLimit: capacity, policy: policy)
@@ -29,15 +42,15 @@ func filledCache(_ policy: EvictionPolicy) -> Cache<Int, Int> {
 /// A filled cache after `warmUp` mix operations (keys over twice the capacity, as the mix): long
 /// enough for ARC's and S3-FIFO's ghosts to reach their full size (about 57,000–68,000
 /// operations at this capacity), so that what follows counts the steady state's allocations.
-func warmedCache(_ policy: EvictionPolicy, warmUp: Int = 150_000) -> Cache<Int, Int> {
+/// Returns the key stream too, for the measured operations to continue it.
+func warmedCache(_ policy: EvictionPolicy, seed: UInt64, warmUp: Int = 150_000) -> (Cache<Int, Int>, MixKeys) {
     let cache = filledCache(policy)
-    var state: UInt64 = 7
+    var keys = MixKeys(seed: seed)
     for i in 0..<warmUp {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        let key = Int((state >> 33) % UInt64(2 * capacity))
+        let key = keys.next()
         if i & 1 == 0 { blackHole(cache[key]) } else { cache[key] = i }
     }
-    return cache
+    return (cache, keys)
 }
 
 func filledSerialCache(_ policy: EvictionPolicy) -> SerialCache<Int, Int> {
@@ -89,10 +102,14 @@ let benchmarks: @Sendable () -> Void = {
                 maxDuration: .seconds(2)
             )
         ) { benchmark in
-            let cache = warmedCache(policy)
+            // Each sample warms a cache from a seed of its own and measures the next
+            // `operations` keys of the same stream: every sample counts different operations.
+            let seed = warmedSamples.add(1, ordering: .relaxed).newValue
+            let (cache, stream) = warmedCache(policy, seed: seed)
+            var keys = stream
             benchmark.startMeasurement()
             for i in 0..<operations {
-                let key = mixKeys[i]
+                let key = keys.next()
                 if i & 1 == 0 { blackHole(cache[key]) } else { cache[key] = i }
             }
         }
