@@ -66,7 +66,7 @@ extension SharedCache: MemoStorage where Key == MemoKey, Value == MemoValue {
     /// ``value(forKey:)``: the stored result, read on the calling thread.
     public func memoizedValue(forKey key: MemoKey) -> MemoValue? { value(forKey: key) }
 
-    /// ``setValue(_:forKey:cost:)``: queued, and seen by every read that starts after it.
+    /// ``setValue(_:forKey:cost:expiresAfter:)``: queued, and seen by every read that starts after it.
     public func storeMemoizedValue(_ value: MemoValue, forKey key: MemoKey, cost: Int) {
         setValue(value, forKey: key, cost: cost)
     }
