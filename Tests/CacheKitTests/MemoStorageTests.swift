@@ -37,8 +37,137 @@ final class DictionaryStorage: MemoStorage {
     var stores: Int { calls.value.filter { if case .store = $0 { true } else { false } }.count }
 }
 
+/// Keeps only what a file could: the result and its compute time (`MemoValue`'s public surface).
+final class FileLikeStorage: MemoStorage {
+    let values = Locked<[MemoKey: Int]>([:])
+    let stores = Locked(0)
+
+    func memoizedValue(forKey key: MemoKey) -> MemoValue? {
+        values.value[key].map { MemoValue($0, computeTime: .milliseconds(1)) }
+    }
+
+    func storeMemoizedValue(_ value: MemoValue, forKey key: MemoKey, cost: Int) {
+        stores.mutate { $0 += 1 }
+        values.mutate { $0[key] = value.value as? Int }
+    }
+
+    func removeMemoizedValue(forKey key: MemoKey) { values.mutate { $0[key] = nil } }
+
+    func removeMemoizedValues(where shouldRemove: @escaping @Sendable (MemoKey) -> Bool) {
+        values.mutate { $0 = $0.filter { !shouldRemove($0.key) } }
+    }
+}
+
+/// A dictionary whose next read runs `afterRead` between fetching the value and returning it:
+/// what another thread may do at that moment.
+final class HookStorage: MemoStorage {
+    let values = Locked<[MemoKey: MemoValue]>([:])
+    let afterRead = Locked<(@Sendable () -> Void)?>(nil)
+
+    func memoizedValue(forKey key: MemoKey) -> MemoValue? {
+        let value = values.value[key]
+        let hook = afterRead.mutate { hook -> (@Sendable () -> Void)? in
+            defer { hook = nil }
+            return hook
+        }
+        hook?()
+        return value
+    }
+
+    func storeMemoizedValue(_ value: MemoValue, forKey key: MemoKey, cost: Int) { values.mutate { $0[key] = value } }
+
+    func removeMemoizedValue(forKey key: MemoKey) { values.mutate { $0[key] = nil } }
+
+    func removeMemoizedValues(where shouldRemove: @escaping @Sendable (MemoKey) -> Bool) {
+        values.mutate { $0 = $0.filter { !shouldRemove($0.key) } }
+    }
+}
+
 @Suite("Memoization on a storage of one's own")
 struct MemoStorageTests {
+    @Test("a storage that keeps no times (a file): results age from when they were stored")
+    func fileLikeStorageAges() {
+        let clock = ManualClock()
+        let storage = FileLikeStorage()
+        let counted = Counted()
+        let ages = Locked<[Duration]>([])
+        let memo = MemoizedFunction<Int>(
+            "square",
+            storage: storage,
+            expiresAfter: .seconds(5),
+            clock: clock,
+            expiresWhen: { _, age in
+                ages.mutate { $0.append(age) }
+                return false
+            }
+        )
+        let square = memo.wrap(counted.square)
+        #expect(square(3) == 9)
+        for _ in 0..<10 {
+            clock.advance(by: .seconds(2))
+            #expect(square(3) == 9)
+        }
+        // A 5-second life read every 2 seconds to 20: stored at 0, 6, 12 and 18 s, and each
+        // result found 2 and 4 seconds old before it expires.
+        #expect(counted.runs.value == 4)
+        let expected: [Duration] = [2, 4, 2, 4, 2, 4, 2].map { .seconds($0) }
+        #expect(ages.value == expected)
+        #expect(storage.stores.value == 4)  // reading never writes
+    }
+
+    @Test("a function created again with the same identity on one clock ages what the earlier one stored")
+    func recreatedFunctionSharesTheTimeline() {
+        let clock = ManualClock()
+        let storage = DictionaryStorage()
+        let first = MemoizedFunction<Int>("square", storage: storage, expiresAfter: .seconds(5), clock: clock)
+        #expect(first.call(arguments: 3) { 9 } == 9)
+        clock.advance(by: .seconds(100))
+        let second = MemoizedFunction<Int>("square", storage: storage, expiresAfter: .seconds(5), clock: clock)
+        let runs = Locked(0)
+        #expect(
+            second.call(arguments: 3) { () -> Int in
+                runs.mutate { $0 += 1 }
+                return 9
+            } == 9
+        )
+        #expect(runs.value == 1)
+    }
+
+    @Test("a result found while expireAll and a newer store race is never written back")
+    func readingNeverWritesBack() {
+        let clock = ManualClock()
+        let storage = HookStorage()
+        let memo = MemoizedFunction<String>("price", storage: storage, expiresAfter: .seconds(60), clock: clock)
+        let key = MemoKey(function: "price", arguments: "x")
+        storage.values.mutate { $0[key] = MemoValue("old price", computeTime: .zero) }  // restored: unknown age
+        // Another thread, between this call's read and what follows: expireAll, then a new result.
+        storage.afterRead.mutate {
+            $0 = {
+                memo.expireAll()
+                _ = memo.call(arguments: "x") { "new price" }
+            }
+        }
+        _ = memo.call(arguments: "x") { "new price" }
+        #expect(memo.call(arguments: "x") { "newest price" } == "new price")
+        #expect(storage.values.value[key]?.value as? String == "new price")
+    }
+
+    @Test("an async run that finds a result stored since its caller looked answers with a hit")
+    func runFindingAStoredResultIsAHit() async throws {
+        let storage = HookStorage()
+        let memo = MemoizedFunction<Int>("answer", storage: storage)
+        let key = MemoKey(function: "answer", arguments: 1)
+        // Another writer stores the result just after this caller's lookup missed.
+        storage.afterRead.mutate {
+            $0 = { storage.values.mutate { $0[key] = MemoValue(42, computeTime: .seconds(1)) } }
+        }
+        let result = try await memo.call(arguments: 1) { @Sendable () async throws -> Int in 0 }
+        #expect(result == 42)
+        let stats = memo.statistics
+        #expect(stats.hitCount == 1 && stats.missCount == 0 && stats.runCount == 0)
+        #expect(stats.timeSaved == .seconds(1))
+    }
+
     @Test("results go to the storage, keyed by function and arguments; hits come from it")
     func storesAndReads() throws {
         let storage = DictionaryStorage()

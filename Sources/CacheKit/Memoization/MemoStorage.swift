@@ -25,8 +25,19 @@ import Synchronization
 ///   run the function more than once.
 /// - Values: ``MemoValue/value`` holds the function's result, of the function's result type. A
 ///   storage that writes results somewhere else (a file) casts it to the types it knows and
-///   recreates the value with `MemoValue(_:computeTime:)`. Such a value's age is unknown, so the
-///   function counts its age from the first call that finds it (see ``MemoizedFunction``).
+///   recreates the value with `MemoValue(_:computeTime:)`. Such a value does not carry the time
+///   it was computed, so the function keeps that time itself: a storage's first result read
+///   back after its store tells the function whether the storage keeps the times, and if not,
+///   the function remembers when it stored each result (up to 65,536 of them; past that it
+///   forgets them all). A result it did not store in this process (restored from a file, or
+///   forgotten) ages from the first call that finds it. Ages are measured on the function's
+///   clock: every function on the default `ContinuousClock` reads the same one, as do those on
+///   one ``ManualClock``, so a function created again with the same identity ages the results
+///   an earlier one stored; a function on another clock treats results stored on other clocks
+///   as restored ones.
+/// - Removals: the function removes results with ``removeMemoizedValue(forKey:)`` and
+///   ``removeMemoizedValues(where:)``, so a storage that reports removals reports them with its
+///   own reason (a ``SharedCache``: ``RemovalReason/removed``, not ``RemovalReason/expired``).
 /// - Errors: the requirements cannot throw. A storage that fails to read answers `nil` (a
 ///   miss), and one that fails to write keeps nothing; the calls still return the function's
 ///   results.
@@ -44,8 +55,7 @@ import Synchronization
 /// - A call that overlaps `expireAll()` stores nothing, or, if `expireAll()` comes between its
 ///   check and its store, removes its result again right after storing it (possibly a newer
 ///   one stored meanwhile).
-/// - A result of unknown age is stored again, stamped, by the call that finds it; a racing
-///   call may stamp it too, a moment later.
+/// - Reading a result never writes to the storage.
 public protocol MemoStorage: AnyObject, Sendable {
     /// The result stored under `key`, or `nil`.
     func memoizedValue(forKey key: MemoKey) -> MemoValue?

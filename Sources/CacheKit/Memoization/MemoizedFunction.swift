@@ -27,17 +27,22 @@ public struct MemoValue: Sendable {
     /// Tells this stored result from any other, so that removing it when it expires cannot
     /// remove a newer result stored under the same key meanwhile.
     let serial: UInt64
+    /// Which clock `computedAt` was read on, for a result in a ``MemoStorage``: a function on a
+    /// storage trusts only readings of its own timeline (see `_MemoStorageBacking`); `0` for a
+    /// result in a ``MemoCache``, whose clock is the cache's.
+    let timeline: UInt64
 
     /// A memoized `value` that took `computeTime` to compute.
     public init(_ value: any Sendable, computeTime: Duration) {
         self.init(value, computeTime: computeTime, computedAt: -1)
     }
 
-    init(_ value: any Sendable, computeTime: Duration, computedAt: Int64, serial: UInt64? = nil) {
+    init(_ value: any Sendable, computeTime: Duration, computedAt: Int64, serial: UInt64? = nil, timeline: UInt64 = 0) {
         self.value = value
         self.computeTime = computeTime
         self.computedAt = computedAt
         self.serial = serial ?? MemoValue.serials.add(1, ordering: .relaxed).newValue
+        self.timeline = timeline
     }
 
     private static let serials = Atomic<UInt64>(0)
@@ -233,6 +238,9 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     ///     returned but not stored. `nil` stores all.
     ///   - cost: Each result's cost, handed to `storage`; `nil` gives every result cost 0.
     ///   - expiresWhen: Your own expiration rule, asked as for a function on a ``MemoCache``.
+    ///     A result it or `expiresAfter` rejects is removed with
+    ///     ``MemoStorage/removeMemoizedValue(forKey:)``, so a storage that reports removals
+    ///     reports its own reason (a ``SharedCache``: ``RemovalReason/removed``).
     ///   - isEnabled: Whether caching starts switched on for this function.
     /// - Precondition: `expiresAfter` is positive.
     public convenience init(
@@ -248,7 +256,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         self.init(
             id,
             cache: nil,
-            backing: _MemoStorageBacking(storage: storage, timekeeper: _Timekeeper(clock, active: true)),
+            backing: _MemoStorageBacking(storage: storage, clock: clock),
             ownsCache: false,
             expiresAfter: expiresAfter,
             expiresWhen: expiresWhen,
@@ -484,8 +492,10 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
 
     // MARK: Expiration
 
-    /// Removes every result this function stored (reason ``RemovalReason/expired``); calls running
-    /// now return their results but store nothing. Other functions' results in a shared cache
+    /// Removes every result this function stored (reason ``RemovalReason/expired``; on a
+    /// ``MemoStorage``, through ``MemoStorage/removeMemoizedValues(where:)``, with whatever
+    /// reason the storage reports, ``RemovalReason/removed`` for a ``SharedCache``); calls
+    /// running now return their results but store nothing. Other functions' results in a shared cache
     /// stay. (A function created with a cache of its own empties that cache: do not hand it to
     /// other functions; create a ``MemoCache`` to share instead.)
     ///
