@@ -1,4 +1,5 @@
 import CacheKit
+import Dispatch
 import Synchronization
 import Testing
 
@@ -83,8 +84,128 @@ final class HookStorage: MemoStorage {
     }
 }
 
+/// A memory front keeping the last stored value as it is, over a "file" keeping only the `Int`.
+final class TieredStorage: MemoStorage {
+    let front = Locked<(MemoKey, MemoValue)?>(nil)
+    let back = Locked<[MemoKey: Int]>([:])
+
+    func memoizedValue(forKey key: MemoKey) -> MemoValue? {
+        if let (k, v) = front.value, k == key { return v }
+        return back.value[key].map { MemoValue($0, computeTime: .milliseconds(1)) }
+    }
+
+    func storeMemoizedValue(_ value: MemoValue, forKey key: MemoKey, cost: Int) {
+        front.mutate { $0 = (key, value) }
+        back.mutate { $0[key] = value.value as? Int }
+    }
+
+    func removeMemoizedValue(forKey key: MemoKey) {
+        front.mutate { if $0?.0 == key { $0 = nil } }
+        back.mutate { $0[key] = nil }
+    }
+
+    func removeMemoizedValues(where shouldRemove: @escaping @Sendable (MemoKey) -> Bool) {
+        front.mutate { if let f = $0, shouldRemove(f.0) { $0 = nil } }
+        back.mutate { $0 = $0.filter { !shouldRemove($0.key) } }
+    }
+}
+
+/// A file-like storage keyed by the key's description: it keeps no reference to the arguments,
+/// so the memoized function's own records hold the last ones.
+final class DescribedStorage: MemoStorage {
+    let values = Locked<[String: Int]>([:])
+
+    func memoizedValue(forKey key: MemoKey) -> MemoValue? {
+        values.value[key.description].map { MemoValue($0, computeTime: .milliseconds(1)) }
+    }
+
+    func storeMemoizedValue(_ value: MemoValue, forKey key: MemoKey, cost: Int) {
+        values.mutate { $0[key.description] = value.value as? Int }
+    }
+
+    func removeMemoizedValue(forKey key: MemoKey) { values.mutate { $0[key.description] = nil } }
+
+    func removeMemoizedValues(where shouldRemove: @escaping @Sendable (MemoKey) -> Bool) {
+        values.mutate { $0 = [:] }
+    }
+}
+
+/// An argument whose deinitializer checks, from another thread, that the memoized function is
+/// not locked meanwhile: `expireAll()` there must finish.
+final class ReleaseProbe: Hashable, Sendable, CustomStringConvertible {
+    static let function = Locked<MemoizedFunction<Int>?>(nil)
+    static let blocked = Locked<[Bool]>([])
+    let n: Int
+
+    init(_ n: Int) { self.n = n }
+
+    static func == (a: ReleaseProbe, b: ReleaseProbe) -> Bool { a.n == b.n }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(n) }
+
+    var description: String { "probe \(n)" }
+
+    deinit {
+        guard let memo = Self.function.value else { return }
+        let done = DispatchSemaphore(value: 0)
+        startThread {
+            memo.expireAll()
+            done.signal()
+        }
+        Self.blocked.mutate { $0.append(done.wait(timeout: .now() + 5) == .timedOut) }
+    }
+}
+
 @Suite("Memoization on a storage of one's own")
 struct MemoStorageTests {
+    @Test("past its bound of stamps, a result whose stamp was dropped ages from the newest stamp dropped")
+    func droppedStampsAgeFromTheWatermark() {
+        let clock = ManualClock()
+        let storage = FileLikeStorage()
+        let memo = MemoizedFunction<Int>("f", storage: storage, expiresAfter: .seconds(10), clock: clock)
+        let runs = Locked(0)
+        let first = { () -> Int in
+            runs.mutate { $0 += 1 }
+            return 0
+        }
+        #expect(memo.call(arguments: 0, first) == 0)  // at 0 s
+        clock.advance(by: .seconds(1))
+        for i in 1...20_000 { _ = memo.call(arguments: i) { i } }  // at 1 s: key 0's stamp is dropped
+        // Key 0's stamp is gone; it was stored no later than the newest stamp dropped (1 s), so
+        // it counts as at least 10 seconds old at 11 s (it is 11), and expires.
+        clock.advance(by: .seconds(10))
+        #expect(memo.call(arguments: 0, first) == 0)
+        #expect(runs.value == 2)
+    }
+
+    @Test("a memory front over a file: results pushed out to the file keep their age")
+    func tieredStorageAges() {
+        let clock = ManualClock()
+        let memo = MemoizedFunction<Int>("f", storage: TieredStorage(), expiresAfter: .seconds(10), clock: clock)
+        let runs = Locked(0)
+        func call(_ x: Int) -> Int {
+            memo.call(arguments: x) { () -> Int in
+                runs.mutate { $0 += 1 }
+                return x
+            }
+        }
+        #expect(call(1) == 1 && call(2) == 2)  // 1 goes to the file only
+        clock.advance(by: .seconds(1_000))
+        #expect(call(1) == 1)
+        #expect(runs.value == 3)
+    }
+
+    @Test("the function releases the arguments it kept without holding its lock")
+    func argumentsReleasedOutsideTheLock() {
+        let clock = ManualClock()
+        let memo = MemoizedFunction<Int>("f", storage: DescribedStorage(), expiresAfter: .seconds(10), clock: clock)
+        #expect(memo.call(arguments: ReleaseProbe(1)) { 1 } == 1)
+        ReleaseProbe.function.mutate { $0 = memo }
+        memo.expireAll()  // drops the last reference to ReleaseProbe(1)
+        ReleaseProbe.function.mutate { $0 = nil }
+        #expect(ReleaseProbe.blocked.value == [false])
+    }
+
     @Test("a storage that keeps no times (a file): results age from when they were stored")
     func fileLikeStorageAges() {
         let clock = ManualClock()

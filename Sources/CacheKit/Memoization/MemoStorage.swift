@@ -26,15 +26,15 @@ import Synchronization
 /// - Values: ``MemoValue/value`` holds the function's result, of the function's result type. A
 ///   storage that writes results somewhere else (a file) casts it to the types it knows and
 ///   recreates the value with `MemoValue(_:computeTime:)`. Such a value does not carry the time
-///   it was computed, so the function keeps that time itself: a storage's first result read
-///   back after its store tells the function whether the storage keeps the times, and if not,
-///   the function remembers when it stored each result (up to 65,536 of them; past that it
-///   forgets them all). A result it did not store in this process (restored from a file, or
-///   forgotten) ages from the first call that finds it. Ages are measured on the function's
+///   it was computed, so a function with `expiresAfter` or `expiresWhen` also remembers when it
+///   stored each result (the latest 16,384; a result whose record was dropped counts as stored
+///   no later than the newest record dropped, so it never looks younger than that). A result
+///   the function has no record of (restored from an earlier process, or stored by another
+///   function) ages from the first call that finds it. Ages are measured on the function's
 ///   clock: every function on the default `ContinuousClock` reads the same one, as do those on
-///   one ``ManualClock``, so a function created again with the same identity ages the results
-///   an earlier one stored; a function on another clock treats results stored on other clocks
-///   as restored ones.
+///   one ``ManualClock``, so with a storage that keeps `MemoValue`s as they are, a function
+///   created again with the same identity ages the results an earlier one stored; a function
+///   on another clock treats results stored on other clocks as restored ones.
 /// - Removals: the function removes results with ``removeMemoizedValue(forKey:)`` and
 ///   ``removeMemoizedValues(where:)``, so a storage that reports removals reports them with its
 ///   own reason (a ``SharedCache``: ``RemovalReason/removed``, not ``RemovalReason/expired``).

@@ -1,17 +1,18 @@
 import Synchronization
 
 /// What a function on a ``MemoStorage`` keeps beside the storage: the clock that results' ages
-/// are measured on, the `async` runs in flight, one per key (single-flight), and the times it
-/// first saw results whose age the storage did not keep.
+/// are measured on, the `async` runs in flight, one per key (single-flight), and when it stored
+/// its results, for a storage that does not keep that.
 ///
 /// Ages. A result this function computes carries the time on its clock, and the clock's
 /// timeline: every function on the default `ContinuousClock` shares one, as do the functions on
-/// one ``ManualClock`` (so a function created again with the same identity ages the results an
-/// earlier one stored), and a function on any other clock has one of its own. A result without a reading of this timeline (a storage that
-/// rebuilt it with `MemoValue(_:computeTime:)`, or one stored on another clock) gets a time
-/// here instead, kept on this side and never written to the storage: the time this function
-/// stored it, if the storage drops readings (the first store with an expiry rule reads its
-/// result back to find out), else the time a call first found it.
+/// one ``ManualClock``, and a function on any other clock has one of its own. A storage that
+/// keeps `MemoValue`s as they are hands that time back, so a function created again with the
+/// same identity ages what an earlier one stored. A storage that rebuilds results with
+/// `MemoValue(_:computeTime:)` (a file) loses it, so while an expiry rule is set the function
+/// also stamps each store here (a `_StampTable`, bounded, never written to the storage), and a
+/// result without a stamp (restored from an earlier process, or stored by another function)
+/// ages from the first call that finds it.
 final class _MemoStorageBacking: Sendable {
     struct Flight: Sendable {
         let id: UInt64
@@ -21,18 +22,11 @@ final class _MemoStorageBacking: Sendable {
     struct State: Sendable {
         var running: [MemoKey: Flight] = [:]
         var nextID: UInt64 = 0
-        /// Times on this timeline for results the storage returned without one.
-        var stamps: [MemoKey: Int64] = [:]
-        /// Whether the storage returns the results stored in it without their readings (as a
-        /// file does): `nil` until a result read back after its store tells. Stores are
-        /// stamped here while it is `true`.
-        var dropsReadings: Bool?
+        var stamps = _StampTable(capacity: _MemoStorageBacking.maxStamps)
     }
 
-    /// The most stamps kept. Past it they are all forgotten, and results of unknown age then
-    /// age from the next call that finds them: a bound on the memory a storage's own evictions
-    /// (which this side never hears of) would otherwise leave here.
-    static let maxStamps = 65_536
+    /// The most stamps kept (see `_StampTable`).
+    static let maxStamps = 16_384
 
     let storage: any MemoStorage
     let timekeeper: _Timekeeper
@@ -66,32 +60,25 @@ final class _MemoStorageBacking: Sendable {
     /// A timeline of its own, for a clock whose readings no other function can compare with.
     static func newTimeline() -> UInt64 { timelines.add(1, ordering: .relaxed).newValue }
 
-    /// When `stored` was computed, on this timeline: its own reading if it has one, else the
-    /// stamp kept here for `key`, made now if there is none.
+    /// When `stored` was computed, on this timeline: its own reading if it has one, else its
+    /// stamp here (see `_StampTable.time(of:now:)`).
     func computedAt(of stored: MemoValue, forKey key: MemoKey, now: Int64) -> Int64 {
         if stored.computedAt >= 0 && stored.timeline == timeline { return stored.computedAt }
-        return state.withLock { state in
-            if let stamp = state.stamps[key] { return stamp }
-            if state.stamps.count >= Self.maxStamps { state.stamps = [:] }
-            state.stamps[key] = now
-            return now
-        }
+        let (time, garbage) = state.withLock { $0.stamps.time(of: key, now: now) }
+        _ = garbage  // released here, outside the lock
+        return time
     }
 
-    /// Whether the storage is known to drop readings (`nil`: not known yet).
-    var dropsReadings: Bool? { state.withLock { $0.dropsReadings } }
+    /// Stamps `key` with `time`: this function is about to store a result computed then.
+    func stamp(_ key: MemoKey, at time: Int64) {
+        let garbage = state.withLock { $0.stamps.stamp(key, at: time) }
+        _ = garbage
+    }
 
-    /// Notes that this function stored `value` under `key` (a stamp, if the storage drops
-    /// readings; `drops` is what a read-back just found out), or removed it (`nil`).
-    func noteStore(_ value: MemoValue?, forKey key: MemoKey, drops: Bool? = nil) {
-        let replaced = state.withLock { state -> Int64? in
-            guard let value else { return state.stamps.removeValue(forKey: key) }
-            if let drops { state.dropsReadings = drops }
-            guard state.dropsReadings == true else { return nil }
-            if state.stamps.count >= Self.maxStamps { state.stamps = [:] }
-            return state.stamps.updateValue(value.computedAt, forKey: key)
-        }
-        _ = replaced
+    /// Forgets the stamp of `key` if it is `time` (any stamp, for `nil`).
+    func forget(_ key: MemoKey, ifStampedAt time: Int64?) {
+        let garbage = state.withLock { $0.stamps.forget(key, ifStampedAt: time) }
+        _ = garbage
     }
 
     /// Forgets every run in flight and every stamp (``MemoizedFunction/expireAll()``): later
@@ -101,8 +88,7 @@ final class _MemoStorageBacking: Sendable {
         let detached = state.withLock { state in
             let running = state.running
             state.running = [:]
-            state.stamps = [:]
-            return running
+            return (running, state.stamps.removeAll())
         }
         _ = detached  // released here, outside the lock
     }
@@ -238,22 +224,11 @@ extension MemoizedFunction {
         guard insertionPolicy?(result) ?? true, epoch.load(ordering: .sequentiallyConsistent) == startEpoch else {
             return value
         }
-        let agesMatter = expiresAfter != nil || expiresWhen != nil
-        let drops = agesMatter ? backing.dropsReadings : false
-        if drops == true { backing.noteStore(value, forKey: key) }
+        // A storage that drops the time the result carries ages it by this stamp instead.
+        if expiresAfter != nil || expiresWhen != nil { backing.stamp(key, at: now) }
         backing.storage.storeMemoizedValue(value, forKey: key, cost: cost?(result) ?? 0)
-        if drops == nil, let back = backing.storage.memoizedValue(forKey: key) {
-            // The first store with an expiry rule reads its result back: does the storage keep
-            // readings? A reading of this timeline says yes (this result's, or a racing call's);
-            // none says no; another timeline's (a racing function's) tells nothing: ask again.
-            if back.computedAt >= 0 && back.timeline == value.timeline {
-                backing.noteStore(value, forKey: key, drops: false)
-            } else if back.computedAt < 0 {
-                backing.noteStore(value, forKey: key, drops: true)
-            }
-        }
         if epoch.load(ordering: .sequentiallyConsistent) != startEpoch {
-            remove(key, in: backing)
+            remove(key, computedAt: now, in: backing)
         }
         return value
     }
@@ -261,31 +236,35 @@ extension MemoizedFunction {
     /// The result stored for `key`, unless it has expired (by `expiresAfter` or `expiresWhen`)
     /// or is not of this function's result type; such a result is removed from the storage
     /// (possibly a newer one stored meanwhile, which costs the next call a run) and the call is
-    /// a miss. Reading never writes to the storage: a result of unknown age gets its time on
-    /// this side (see `_MemoStorageBacking`).
+    /// a miss. Reading never writes to the storage: a result without a reading of this
+    /// function's timeline is aged by its stamp (see `_MemoStorageBacking`).
     private func freshValue(forKey key: MemoKey, in backing: _MemoStorageBacking) -> MemoValue? {
         guard let stored = backing.storage.memoizedValue(forKey: key) else { return nil }
         // A result of another type (written by an older version of the program, say) is a miss.
         guard let result = stored.value as? Output else {
-            remove(key, in: backing)
+            remove(key, computedAt: nil, in: backing)
             return nil
         }
         guard expiresAfter != nil || expiresWhen != nil else { return stored }
         let now = backing.timekeeper.reading()
-        let age = Duration.nanoseconds(max(0, now - backing.computedAt(of: stored, forKey: key, now: now)))
+        let computedAt = backing.computedAt(of: stored, forKey: key, now: now)
+        let age = Duration.nanoseconds(max(0, now - computedAt))
         if let expiresAfter, age >= expiresAfter {
-            remove(key, in: backing)
+            remove(key, computedAt: computedAt, in: backing)
             return nil
         }
         if let expiresWhen, expiresWhen(result, age) {
-            remove(key, in: backing)
+            remove(key, computedAt: computedAt, in: backing)
             return nil
         }
         return stored
     }
 
-    private func remove(_ key: MemoKey, in backing: _MemoStorageBacking) {
-        backing.noteStore(nil, forKey: key)
+    /// Removes the result stored under `key`, and its stamp if the stamp is `computedAt` (any,
+    /// for `nil`): a newer result stored meanwhile keeps its stamp, though the storage removal
+    /// may take the result itself.
+    private func remove(_ key: MemoKey, computedAt: Int64?, in backing: _MemoStorageBacking) {
+        backing.forget(key, ifStampedAt: computedAt)
         backing.storage.removeMemoizedValue(forKey: key)
     }
 }
