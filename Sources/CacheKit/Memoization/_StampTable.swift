@@ -7,10 +7,17 @@
 /// what it removed (`_StampGarbage`), for the caller to release after unlocking: keys hold the
 /// user's arguments, whose deinitializers must not run under the lock.
 struct _StampTable: Sendable {
-    private(set) var stamps: [MemoKey: Int64] = [:]
-    /// Stamps in the order they were made (so in time order); entries that a later stamp of the
-    /// same key or a removal made stale stay until they reach the front or a compaction.
-    private var order: [(key: MemoKey, time: Int64)?] = []
+    /// A stamp: its time, and its number, which tells it from an earlier stamp of the same key.
+    struct Stamp: Sendable {
+        var time: Int64
+        var number: UInt64
+    }
+
+    private var entries: [MemoKey: Stamp] = [:]
+    /// Stamps in the order they were made; entries that a later stamp of the same key or a
+    /// removal made stale stay until they reach the front or a compaction.
+    private var order: [(key: MemoKey, stamp: Stamp)?] = []
+    private var nextNumber: UInt64 = 0
     private var head = 0
     /// The newest time dropped for room: no result without a stamp is younger than that.
     private(set) var watermark: Int64?
@@ -18,12 +25,15 @@ struct _StampTable: Sendable {
 
     init(capacity: Int) { self.capacity = capacity }
 
-    var count: Int { stamps.count }
+    var count: Int { entries.count }
+
+    /// Every stamp's time (for tests).
+    var times: [MemoKey: Int64] { entries.mapValues(\.time) }
 
     /// When the result stored under `key` was computed, as far as this table knows: its stamp,
     /// or else the watermark or `now` (the first time it is asked), which is then its stamp.
     mutating func time(of key: MemoKey, now: Int64) -> (time: Int64, garbage: _StampGarbage) {
-        if let stamp = stamps[key] { return (stamp, _StampGarbage()) }
+        if let stamp = entries[key] { return (stamp.time, _StampGarbage()) }
         let time = watermark.map { Swift.min($0, now) } ?? now
         return (time, stamp(key, at: time))
     }
@@ -31,24 +41,28 @@ struct _StampTable: Sendable {
     /// Stamps `key` with `time`, replacing its stamp.
     mutating func stamp(_ key: MemoKey, at time: Int64) -> _StampGarbage {
         var garbage = _StampGarbage()
-        stamps[key] = time
-        order.append((key, time))
-        while stamps.count > capacity, head < order.count {
+        nextNumber &+= 1
+        let stamp = Stamp(time: time, number: nextNumber)
+        entries[key] = stamp
+        order.append((key, stamp))
+        while entries.count > capacity, head < order.count {
             let entry = order[head]
             order[head] = nil
             head += 1
             guard let entry else { continue }
             garbage.entries.append(entry)
-            if stamps[entry.key] == entry.time {
-                garbage.removed.append(stamps.removeValue(forKey: entry.key).map { (entry.key, $0) }!)
-                watermark = Swift.max(watermark ?? entry.time, entry.time)
+            if entries[entry.key]?.number == entry.stamp.number {
+                garbage.removed.append(entries.removeValue(forKey: entry.key).map { (entry.key, $0) }!)
+                watermark = Swift.max(watermark ?? entry.stamp.time, entry.stamp.time)
             }
         }
         // Compact once the stale and consumed entries outnumber the live ones.
-        if order.count > 2 * Swift.max(capacity, stamps.count) {
-            var live: [(key: MemoKey, time: Int64)?] = []
-            live.reserveCapacity(stamps.count)
-            for case let entry? in order[head...] where stamps[entry.key] == entry.time { live.append(entry) }
+        if order.count > 2 * Swift.max(capacity, entries.count) {
+            var live: [(key: MemoKey, stamp: Stamp)?] = []
+            live.reserveCapacity(entries.count)
+            for case let entry? in order[head...] where entries[entry.key]?.number == entry.stamp.number {
+                live.append(entry)
+            }
             garbage.order = order
             order = live
             head = 0
@@ -59,18 +73,18 @@ struct _StampTable: Sendable {
     /// Forgets the stamp of `key`, if it is `time` (or whatever it is, for `nil`): a call that
     /// removes an expired result must not forget the stamp of a newer one stored meanwhile.
     mutating func forget(_ key: MemoKey, ifStampedAt time: Int64?) -> _StampGarbage {
-        guard let stamp = stamps[key], time == nil || stamp == time else { return _StampGarbage() }
+        guard let stamp = entries[key], time == nil || stamp.time == time else { return _StampGarbage() }
         var garbage = _StampGarbage()
-        if let removed = stamps.removeValue(forKey: key) { garbage.removed.append((key, removed)) }
+        if let removed = entries.removeValue(forKey: key) { garbage.removed.append((key, removed)) }
         return garbage
     }
 
     /// Forgets every stamp (and the watermark: what was stored before is gone).
     mutating func removeAll() -> _StampGarbage {
         var garbage = _StampGarbage()
-        garbage.table = stamps
+        garbage.table = entries
         garbage.order = order
-        stamps = [:]
+        entries = [:]
         order = []
         head = 0
         watermark = nil
@@ -80,10 +94,10 @@ struct _StampTable: Sendable {
 
 /// What a `_StampTable` mutation removed: released by whoever receives it, outside the lock.
 struct _StampGarbage: Sendable {
-    var entries: [(key: MemoKey, time: Int64)] = []
-    var removed: [(MemoKey, Int64)] = []
-    var order: [(key: MemoKey, time: Int64)?] = []
-    var table: [MemoKey: Int64] = [:]
+    var entries: [(key: MemoKey, stamp: _StampTable.Stamp)] = []
+    var removed: [(MemoKey, _StampTable.Stamp)] = []
+    var order: [(key: MemoKey, stamp: _StampTable.Stamp)?] = []
+    var table: [MemoKey: _StampTable.Stamp] = [:]
 
     init() {}
 }
