@@ -156,9 +156,46 @@ final class ReleaseProbe: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-@Suite("Memoization on a storage of one's own")
+/// Keeps nothing: every call misses and stores (so every call records its store).
+final class NullStorage: MemoStorage {
+    func memoizedValue(forKey key: MemoKey) -> MemoValue? { nil }
+
+    func storeMemoizedValue(_ value: MemoValue, forKey key: MemoKey, cost: Int) {}
+
+    func removeMemoizedValue(forKey key: MemoKey) {}
+
+    func removeMemoizedValues(where shouldRemove: @escaping @Sendable (MemoKey) -> Bool) {}
+}
+
+/// File-like (keeps no times); runs `beforeStore` once, at the start of the next store.
+final class StoreHookStorage: MemoStorage {
+    let values = Locked<[MemoKey: Int]>([:])
+    let beforeStore = Locked<(@Sendable () -> Void)?>(nil)
+
+    func memoizedValue(forKey key: MemoKey) -> MemoValue? {
+        values.value[key].map { MemoValue($0, computeTime: .milliseconds(1)) }
+    }
+
+    func storeMemoizedValue(_ value: MemoValue, forKey key: MemoKey, cost: Int) {
+        let hook = beforeStore.mutate { hook -> (@Sendable () -> Void)? in
+            defer { hook = nil }
+            return hook
+        }
+        hook?()
+        values.mutate { $0[key] = value.value as? Int }
+    }
+
+    func removeMemoizedValue(forKey key: MemoKey) { values.mutate { $0[key] = nil } }
+
+    func removeMemoizedValues(where shouldRemove: @escaping @Sendable (MemoKey) -> Bool) {
+        values.mutate { $0 = $0.filter { !shouldRemove($0.key) } }
+    }
+}
+
+// Serialized: two tests share `ReleaseProbe`'s statics.
+@Suite("Memoization on a storage of one's own", .serialized)
 struct MemoStorageTests {
-    @Test("past its bound of stamps, a result whose stamp was dropped ages from the newest stamp dropped")
+    @Test("past its bound of stamps, a result whose stamp was dropped counts as expired")
     func droppedStampsAgeFromTheWatermark() {
         let clock = ManualClock()
         let storage = FileLikeStorage()
@@ -171,9 +208,12 @@ struct MemoStorageTests {
         #expect(memo.call(arguments: 0, first) == 0)  // at 0 s
         clock.advance(by: .seconds(1))
         for i in 1...20_000 { _ = memo.call(arguments: i) { i } }  // at 1 s: key 0's stamp is dropped
-        // Key 0's stamp is gone; it was stored no later than the newest stamp dropped (1 s), so
-        // it counts as at least 10 seconds old at 11 s (it is 11), and expires.
-        clock.advance(by: .seconds(10))
+        // Key 0's stamp is gone: at 5 s, long before its 10 seconds are up, it counts as expired
+        // (its age cannot be known; serving it could serve a stale result).
+        clock.advance(by: .seconds(4))
+        #expect(memo.call(arguments: 0, first) == 0)
+        #expect(runs.value == 2)
+        // The new result is stamped and kept; expireAll starts afresh.
         #expect(memo.call(arguments: 0, first) == 0)
         #expect(runs.value == 2)
     }
@@ -195,10 +235,43 @@ struct MemoStorageTests {
         #expect(runs.value == 3)
     }
 
+    @Test("an argument the record table's dictionary kept is released outside the lock")
+    func dictionaryKeyReleasedOutsideTheLock() {
+        let clock = ManualClock()
+        let memo = MemoizedFunction<Int>("f", storage: NullStorage(), expiresAfter: .seconds(10), clock: clock)
+        ReleaseProbe.blocked.mutate { $0 = [] }
+        _ = memo.call(arguments: ReleaseProbe(1)) { 1 }  // the table's dictionary keeps this instance
+        _ = memo.call(arguments: -2) { 2 }
+        _ = memo.call(arguments: ReleaseProbe(1)) { 1 }  // an equal key: the dictionary keeps the first
+        for i in 3...16_385 { _ = memo.call(arguments: -i) { i } }  // drops the stale records
+        ReleaseProbe.function.mutate { $0 = memo }
+        _ = memo.call(arguments: -100_000) { 0 }  // drops key 1's record: the first instance goes
+        ReleaseProbe.function.mutate { $0 = nil }
+        #expect(!ReleaseProbe.blocked.value.isEmpty)
+        #expect(!ReleaseProbe.blocked.value.contains(true))
+    }
+
+    @Test("a store records its time after the write, so the result it replaces never looks new")
+    func recordAfterTheWrite() {
+        let clock = ManualClock()
+        let storage = StoreHookStorage()
+        let memo = MemoizedFunction<Int>("f", storage: storage, expiresAfter: .seconds(10), clock: clock)
+        let served = Locked<Int?>(nil)
+        _ = memo.call(arguments: 0) { () -> Int in  // misses at 0 s
+            _ = memo.call(arguments: 0) { 1 }  // a racing call stores 1 at 0 s
+            clock.advance(by: .seconds(15))  // this run takes 15 s
+            // A reader between this call's record and its write must not get the 15-second-old 1.
+            storage.beforeStore.mutate { $0 = { served.mutate { $0 = memo.call(arguments: 0) { 3 } } } }
+            return 2
+        }
+        #expect(served.value == 3)
+    }
+
     @Test("the function releases the arguments it kept without holding its lock")
     func argumentsReleasedOutsideTheLock() {
         let clock = ManualClock()
         let memo = MemoizedFunction<Int>("f", storage: DescribedStorage(), expiresAfter: .seconds(10), clock: clock)
+        ReleaseProbe.blocked.mutate { $0 = [] }
         #expect(memo.call(arguments: ReleaseProbe(1)) { 1 } == 1)
         ReleaseProbe.function.mutate { $0 = memo }
         memo.expireAll()  // drops the last reference to ReleaseProbe(1)

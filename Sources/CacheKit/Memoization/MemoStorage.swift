@@ -27,10 +27,11 @@ import Synchronization
 ///   storage that writes results somewhere else (a file) casts it to the types it knows and
 ///   recreates the value with `MemoValue(_:computeTime:)`. Such a value does not carry the time
 ///   it was computed, so a function with `expiresAfter` or `expiresWhen` also remembers when it
-///   stored each result (the latest 16,384; a result whose record was dropped counts as stored
-///   no later than the newest record dropped, so it never looks younger than that). A result
-///   the function has no record of (restored from an earlier process, or stored by another
-///   function) ages from the first call that finds it. Ages are measured on the function's
+///   stored each result (the latest 16,384). A result it has no record of (restored from an
+///   earlier process, or stored by another function) ages from the first call that finds it,
+///   until the function has dropped a record for room: from then on it cannot tell such a
+///   result from one whose record it dropped, so it counts it as expired (a run more, never a
+///   stale result) until ``MemoizedFunction/expireAll()``. Ages are measured on the function's
 ///   clock: every function on the default `ContinuousClock` reads the same one, as do those on
 ///   one ``ManualClock``, so with a storage that keeps `MemoValue`s as they are, a function
 ///   created again with the same identity ages the results an earlier one stored; a function
@@ -39,8 +40,9 @@ import Synchronization
 ///   ``removeMemoizedValues(where:)``, so a storage that reports removals reports them with its
 ///   own reason (a ``SharedCache``: ``RemovalReason/removed``, not ``RemovalReason/expired``).
 /// - Errors: the requirements cannot throw. A storage that fails to read answers `nil` (a
-///   miss), and one that fails to write keeps nothing; the calls still return the function's
-///   results.
+///   miss), and one that fails to write must not keep the value it held before under that key
+///   (the function now ages whatever is there from this store); the calls still return the
+///   function's results.
 ///
 /// ## Races
 /// A ``MemoCache`` looks up, stores and checks for a concurrent ``MemoizedFunction/expireAll()``

@@ -61,8 +61,8 @@ final class _MemoStorageBacking: Sendable {
     static func newTimeline() -> UInt64 { timelines.add(1, ordering: .relaxed).newValue }
 
     /// When `stored` was computed, on this timeline: its own reading if it has one, else its
-    /// stamp here (see `_StampTable.time(of:now:)`).
-    func computedAt(of stored: MemoValue, forKey key: MemoKey, now: Int64) -> Int64 {
+    /// stamp here (see `_StampTable.time(of:now:)`); `nil` when unknown.
+    func computedAt(of stored: MemoValue, forKey key: MemoKey, now: Int64) -> Int64? {
         if stored.computedAt >= 0 && stored.timeline == timeline { return stored.computedAt }
         let (time, garbage) = state.withLock { $0.stamps.time(of: key, now: now) }
         _ = garbage  // released here, outside the lock
@@ -224,9 +224,11 @@ extension MemoizedFunction {
         guard insertionPolicy?(result) ?? true, epoch.load(ordering: .sequentiallyConsistent) == startEpoch else {
             return value
         }
-        // A storage that drops the time the result carries ages it by this stamp instead.
-        if expiresAfter != nil || expiresWhen != nil { backing.stamp(key, at: now) }
         backing.storage.storeMemoizedValue(value, forKey: key, cost: cost?(result) ?? 0)
+        // A storage that drops the time the result carries ages it by this stamp instead. After
+        // the write: a reader in between finds the new result with the old stamp (too old: a
+        // run more), where a stamp made first would make the result it replaces look new.
+        if expiresAfter != nil || expiresWhen != nil { backing.stamp(key, at: now) }
         if epoch.load(ordering: .sequentiallyConsistent) != startEpoch {
             remove(key, computedAt: now, in: backing)
         }
@@ -247,7 +249,12 @@ extension MemoizedFunction {
         }
         guard expiresAfter != nil || expiresWhen != nil else { return stored }
         let now = backing.timekeeper.reading()
-        let computedAt = backing.computedAt(of: stored, forKey: key, now: now)
+        // Unknown (its stamp may have been dropped): expired, which costs a run, where any guess
+        // could serve a stale result.
+        guard let computedAt = backing.computedAt(of: stored, forKey: key, now: now) else {
+            remove(key, computedAt: nil, in: backing)
+            return nil
+        }
         let age = Duration.nanoseconds(max(0, now - computedAt))
         if let expiresAfter, age >= expiresAfter {
             remove(key, computedAt: computedAt, in: backing)

@@ -1,9 +1,10 @@
 /// The times a function on a ``MemoStorage`` stored its results, on its own timeline, for a
 /// storage that hands results back without them (see `_MemoStorageBacking`).
 ///
-/// Bounded: past `capacity` stamps, the oldest is dropped, and the newest time dropped so far
-/// (the watermark) stands in for every result without a stamp, so a result whose stamp was
-/// dropped ages at least from then and never looks younger than it is. Every mutation returns
+/// Bounded: past `capacity` stamps, the oldest is dropped. From then on the table cannot tell a
+/// result whose stamp it dropped (possibly stored long ago) from one it never stamped, so it
+/// reports every result without a stamp as of unknown age, which the function treats as
+/// expired: a run more, never a stale result. `removeAll` starts afresh. Every mutation returns
 /// what it removed (`_StampGarbage`), for the caller to release after unlocking: keys hold the
 /// user's arguments, whose deinitializers must not run under the lock.
 struct _StampTable: Sendable {
@@ -19,7 +20,7 @@ struct _StampTable: Sendable {
     private var order: [(key: MemoKey, stamp: Stamp)?] = []
     private var nextNumber: UInt64 = 0
     private var head = 0
-    /// The newest time dropped for room: no result without a stamp is younger than that.
+    /// The newest time dropped for room, or `nil` while nothing has been dropped.
     private(set) var watermark: Int64?
     let capacity: Int
 
@@ -30,12 +31,13 @@ struct _StampTable: Sendable {
     /// Every stamp's time (for tests).
     var times: [MemoKey: Int64] { entries.mapValues(\.time) }
 
-    /// When the result stored under `key` was computed, as far as this table knows: its stamp,
-    /// or else the watermark or `now` (the first time it is asked), which is then its stamp.
-    mutating func time(of key: MemoKey, now: Int64) -> (time: Int64, garbage: _StampGarbage) {
+    /// When the result stored under `key` was computed, as far as this table knows: its stamp;
+    /// else, while no stamp has been dropped, `now` (the first time it is asked), which becomes
+    /// its stamp; else `nil`, unknown (its stamp may have been dropped).
+    mutating func time(of key: MemoKey, now: Int64) -> (time: Int64?, garbage: _StampGarbage) {
         if let stamp = entries[key] { return (stamp.time, _StampGarbage()) }
-        let time = watermark.map { Swift.min($0, now) } ?? now
-        return (time, stamp(key, at: time))
+        guard watermark == nil else { return (nil, _StampGarbage()) }
+        return (now, stamp(key, at: now))
     }
 
     /// Stamps `key` with `time`, replacing its stamp.
@@ -51,8 +53,9 @@ struct _StampTable: Sendable {
             head += 1
             guard let entry else { continue }
             garbage.entries.append(entry)
-            if entries[entry.key]?.number == entry.stamp.number {
-                garbage.removed.append(entries.removeValue(forKey: entry.key).map { (entry.key, $0) }!)
+            if let index = entries.index(forKey: entry.key), entries[index].value.number == entry.stamp.number {
+                // The dictionary's own key goes out too: it may hold the last reference.
+                garbage.removed.append(entries.remove(at: index))
                 watermark = Swift.max(watermark ?? entry.stamp.time, entry.stamp.time)
             }
         }
@@ -73,9 +76,12 @@ struct _StampTable: Sendable {
     /// Forgets the stamp of `key`, if it is `time` (or whatever it is, for `nil`): a call that
     /// removes an expired result must not forget the stamp of a newer one stored meanwhile.
     mutating func forget(_ key: MemoKey, ifStampedAt time: Int64?) -> _StampGarbage {
-        guard let stamp = entries[key], time == nil || stamp.time == time else { return _StampGarbage() }
+        guard let index = entries.index(forKey: key), time == nil || entries[index].value.time == time else {
+            return _StampGarbage()
+        }
         var garbage = _StampGarbage()
-        if let removed = entries.removeValue(forKey: key) { garbage.removed.append((key, removed)) }
+        // The dictionary's own key goes out too: it may hold the last reference.
+        garbage.removed.append(entries.remove(at: index))
         return garbage
     }
 
@@ -95,7 +101,7 @@ struct _StampTable: Sendable {
 /// What a `_StampTable` mutation removed: released by whoever receives it, outside the lock.
 struct _StampGarbage: Sendable {
     var entries: [(key: MemoKey, stamp: _StampTable.Stamp)] = []
-    var removed: [(MemoKey, _StampTable.Stamp)] = []
+    var removed: [(key: MemoKey, value: _StampTable.Stamp)] = []
     var order: [(key: MemoKey, stamp: _StampTable.Stamp)?] = []
     var table: [MemoKey: _StampTable.Stamp] = [:]
 
