@@ -325,16 +325,7 @@ struct StressTests {
                     var rng = SeededGenerator(seed: UInt64(t) + 30)
                     for _ in 0..<1_500 {
                         let x = Int.random(in: 0..<80, using: &rng)
-                        let doubled = double.call(arguments: x) { () -> Int in
-                            runs.mutate { $0 += 1 }
-                            return x * 2
-                        }
-                        #expect(doubled == x * 2)
-                        let tripled = try await triple.call(arguments: x) { @Sendable () async throws -> Int in
-                            runs.mutate { $0 += 1 }
-                            return x * 3
-                        }
-                        #expect(tripled == x * 3)
+                        try await callDoubleAndTriple(x, double: double, triple: triple, runs: runs)
                         switch Int.random(in: 0..<100, using: &rng) {
                         case 0: triple.expireAll()
                         case 1: double.isEnabled.toggle()
@@ -362,6 +353,7 @@ struct StressTests {
         let calls = 6 * 1_500 * 2 + uncachedCalls.value
         #expect(stats.map { $0.hitCount + $0.missCount + $0.bypassCount }.reduce(0, +) == calls)
     }
+
     @Test("memoized functions on storages of their own: sync and async calls and expireAll from many tasks")
     func memoStorageStress() async throws {
         let shared = SharedCache<MemoKey, MemoValue>(countLimit: 50, policy: .lru)
@@ -376,16 +368,7 @@ struct StressTests {
                     var rng = SeededGenerator(seed: UInt64(t) + 60)
                     for _ in 0..<1_000 {
                         let x = Int.random(in: 0..<80, using: &rng)
-                        let doubled = double.call(arguments: x) { () -> Int in
-                            runs.mutate { $0 += 1 }
-                            return x * 2
-                        }
-                        #expect(doubled == x * 2)
-                        let tripled = try await triple.call(arguments: x) { @Sendable () async throws -> Int in
-                            runs.mutate { $0 += 1 }
-                            return x * 3
-                        }
-                        #expect(tripled == x * 3)
+                        try await callDoubleAndTriple(x, double: double, triple: triple, runs: runs)
                         switch Int.random(in: 0..<100, using: &rng) {
                         case 0: triple.expireAll()
                         case 1: double.expireAll()
@@ -414,5 +397,25 @@ struct StressTests {
         let lookups: Int = stats.map { $0.hitCount + $0.missCount }.reduce(0, +)
         #expect(lookups == 12_000)  // 6 tasks, 1,000 rounds, 2 calls
         #expect(stats.allSatisfy { $0.hitCount > 0 })
+    }
+
+    /// One round of the memoization stress tests: `double` called synchronously and `triple`
+    /// asynchronously with `x`, each run counted in `runs`, each result checked.
+    private func callDoubleAndTriple(
+        _ x: Int,
+        double: MemoizedFunction<Int>,
+        triple: MemoizedFunction<Int>,
+        runs: Locked<Int>
+    ) async throws {
+        let doubled = double.call(arguments: x) { () -> Int in
+            runs.mutate { $0 += 1 }
+            return x * 2
+        }
+        #expect(doubled == x * 2)
+        let tripled = try await triple.call(arguments: x) { @Sendable () async throws -> Int in
+            runs.mutate { $0 += 1 }
+            return x * 3
+        }
+        #expect(tripled == x * 3)
     }
 }

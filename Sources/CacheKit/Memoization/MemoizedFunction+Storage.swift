@@ -114,8 +114,8 @@ extension MemoizedFunction {
     ) throws(Failure) -> Output {
         guard let backing else { preconditionFailure("a function without storage has a cache") }
         if let hit = freshValue(forKey: key, in: backing) {
-            counters.recordHit(saving: hit.computeTime)
-            return output(of: hit)
+            counters.recordHit(saving: hit.value.computeTime)
+            return hit.result
         }
         counters.recordMiss()
         let startEpoch = epoch.load(ordering: .sequentiallyConsistent)
@@ -146,8 +146,8 @@ extension MemoizedFunction {
             throw CacheLoadError.recursiveLoad(key: "\(key)")
         }
         if let hit = freshValue(forKey: key, in: backing) {
-            counters.recordHit(saving: hit.computeTime)
-            return output(of: hit)
+            counters.recordHit(saving: hit.value.computeTime)
+            return hit.result
         }
         let link = chain + [_LoadChain.Link(cache: identity, key: key)]
         let task = backing.state.withLock { state -> Task<(value: MemoValue, wasStored: Bool), any Error> in
@@ -191,7 +191,7 @@ extension MemoizedFunction {
         defer { backing.retire(key, id: id) }
         // A run that finished between this caller's lookup and this run's start stored its
         // result: use it rather than run again.
-        if let stored = freshValue(forKey: key, in: backing) { return (stored, true) }
+        if let stored = freshValue(forKey: key, in: backing) { return (stored.value, true) }
         let startEpoch = epoch.load(ordering: .sequentiallyConsistent)
         let start = ContinuousClock.now
         let result: Output
@@ -240,14 +240,16 @@ extension MemoizedFunction {
     /// (possibly a newer one stored meanwhile, which costs the next call a run) and the call is
     /// a miss. Reading never writes to the storage: a result without a reading of this
     /// function's timeline is aged by its stamp (see `_MemoStorageBacking`).
-    private func freshValue(forKey key: MemoKey, in backing: _MemoStorageBacking) -> MemoValue? {
+    /// Also returns the result, cast once to `Output`.
+    private func freshValue(forKey key: MemoKey, in backing: _MemoStorageBacking) -> (value: MemoValue, result: Output)?
+    {
         guard let stored = backing.storage.memoizedValue(forKey: key) else { return nil }
         // A result of another type (written by an older version of the program, say) is a miss.
         guard let result = stored.value as? Output else {
             remove(key, computedAt: nil, in: backing)
             return nil
         }
-        guard expiresAfter != nil || expiresWhen != nil else { return stored }
+        guard expiresAfter != nil || expiresWhen != nil else { return (stored, result) }
         let now = backing.timekeeper.reading()
         // Unknown (its stamp may have been dropped): expired, which costs a run, where any guess
         // could serve a stale result.
@@ -264,7 +266,7 @@ extension MemoizedFunction {
             remove(key, computedAt: computedAt, in: backing)
             return nil
         }
-        return stored
+        return (stored, result)
     }
 
     /// Removes the result stored under `key`, and its stamp if the stamp is `computedAt` (any,
