@@ -7,8 +7,9 @@ import Foundation
 enum Bench {
     static let workloads = ["get-hit", "get-miss", "set-evict", "mix", "read90"]
     static let subjects = [
-        "SerialCache", "Cache", "Cache+ttl", "Cache-stats", "SharedCache", "SharedCache-unbounded", "Dictionary",
-        "NSCache",
+        "SerialCache", "Cache", "Cache+ttl", "Cache-stats", "Cache-noevict", "SharedCache", "SharedCache-unbounded",
+        "Dictionary", "Dictionary+lock", "NSCache", "SlotSketch", "SlotSketch+lock", "InlineSketch",
+        "InlineSketch+lock",
     ]
 
     static let usage = """
@@ -21,7 +22,13 @@ enum Bench {
         in one run: each round runs every case once, and each figure is the median over the rounds. NSCache runs a tenth of the operations
         (it is ~20x slower); ns/op stays comparable. Cache+ttl is Cache with a one-hour time to
         live on every entry (so the clock is read on every operation); Cache-stats is Cache with
-        statistics switched off. Their cost is printed as a percentage over Cache. For SharedCache the
+        statistics switched off. Their cost is printed as a percentage over Cache. Cache-noevict
+        (mix only) is Cache with room for every key the mix uses, so, like Dictionary, it never
+        evicts. SlotSketch and InlineSketch are not CacheKit: two minimal exact-LRU caches for Int
+        keys, one with CacheKit's layout (records in a slot array, an index of slot numbers), one
+        with each record inside its hash bucket, to show how much of the cost over Dictionary
+        the layout itself takes (each is checked against a reference LRU first); a "+lock" subject
+        takes a Synchronization.Mutex around each operation, as Cache does. For SharedCache the
         run prints its read cost against Cache (get-hit) and its read90 throughput on 2 threads
         against 1; SharedCache-unbounded is SharedCache with no limit (YMCache's default), so no
         policy hears its reads (its policy column is empty); it runs get-hit, get-miss and read90. Throughput on N threads is ops / wall time: ns/op halves when 2 threads scale.
@@ -98,6 +105,10 @@ enum Bench {
             allowed: EvictionPolicy.allCases.map(\.name)
         ).compactMap { EvictionPolicy(name: $0) }
         warnIfDebug()
+        if chosenSubjects.contains("SlotSketch") { try LRUSketchCheck.verify("SlotSketch", make: SlotSketch.init) }
+        if chosenSubjects.contains("InlineSketch") {
+            try LRUSketchCheck.verify("InlineSketch", make: InlineSketch.init)
+        }
 
         var results: [Result] = []
         for workload in chosenWorkloads {
@@ -158,7 +169,12 @@ enum Bench {
                             return cache
                         }
                     ),
-                ] as [(String, () -> Cache<Int, Int>)] where chosenSubjects.contains(subject) {
+                    (
+                        "Cache-noevict",
+                        { Cache<Int, Int>(countLimit: plan.keyUniverse, policy: policy) }
+                    ),
+                ] as [(String, () -> Cache<Int, Int>)]
+                where chosenSubjects.contains(subject) && (subject != "Cache-noevict" || workload == "mix") {
                     cases.append((subject, policy.name, 1, { plan.measureOnce(threads: 1, make: make) }))
                 }
                 if chosenSubjects.contains("SharedCache") {
@@ -176,6 +192,18 @@ enum Bench {
                     }
                 }
             }
+            // The minimal designs, bare and with a lock per operation as Cache takes (one thread).
+            // Each closure is generic over its concrete type, so every subject runs specialized.
+            func single<T: BenchTarget & SendableMetatype>(_ subject: String, _ make: @escaping () -> T) {
+                guard chosenSubjects.contains(subject) else { return }
+                cases.append((subject, "", 1, { plan.measureOnce(threads: 1, make: make) }))
+            }
+            let bounded = workload == "set-evict" ? capacity : nil
+            single("Dictionary+lock") { LockedTarget(DictionaryTarget(boundedTo: bounded)) }
+            single("SlotSketch") { SlotSketch(capacity: capacity) }
+            single("SlotSketch+lock") { LockedTarget(SlotSketch(capacity: capacity)) }
+            single("InlineSketch") { InlineSketch(capacity: capacity) }
+            single("InlineSketch+lock") { LockedTarget(InlineSketch(capacity: capacity)) }
             // Unbounded, it would grow without end on set-evict and the mix: reads only.
             if chosenSubjects.contains("SharedCache-unbounded"), ["get-hit", "get-miss", "read90"].contains(workload) {
                 for threads in threadCounts {
@@ -260,13 +288,24 @@ enum Bench {
         )
         print("")
         print("Ratios are medians of per-round ratios (both cases ran in every round).")
-        if let cache = find("Cache", "lru", "mix") {
-            if let dictionary = find("Dictionary", "", "mix") {
-                print(String(format: "mix: Cache(lru) costs %.2fx Dictionary", cache.ratio(to: dictionary)))
+        if let dictionary = find("Dictionary", "", "mix") {
+            // Cache first (the issue's figure), then what separates it from Dictionary.
+            for (subject, policy, what) in [
+                ("Cache", "lru", "Cache(lru)"),
+                ("Cache-noevict", "lru", "Cache(lru) with room for every key (never evicts, as Dictionary)"),
+                ("SerialCache", "lru", "SerialCache(lru), no lock"),
+                ("SlotSketch", "", "a minimal LRU with CacheKit's layout (SlotSketch)"),
+                ("SlotSketch+lock", "", "the same behind a Mutex, as Cache (SlotSketch+lock)"),
+                ("InlineSketch", "", "a minimal LRU with records in the hash table (InlineSketch)"),
+                ("InlineSketch+lock", "", "the same behind a Mutex (InlineSketch+lock)"),
+                ("Dictionary+lock", "", "Dictionary behind a Mutex (Dictionary+lock)"),
+            ] {
+                guard let other = find(subject, policy, "mix") else { continue }
+                print(String(format: "mix: \(what) costs %.2fx Dictionary", other.ratio(to: dictionary)))
             }
-            if let nsCache = find("NSCache", "", "mix") {
-                print(String(format: "mix: Cache(lru) is %.1fx faster than NSCache", nsCache.ratio(to: cache)))
-            }
+        }
+        if let cache = find("Cache", "lru", "mix"), let nsCache = find("NSCache", "", "mix") {
+            print(String(format: "mix: Cache(lru) is %.1fx faster than NSCache", nsCache.ratio(to: cache)))
         }
         // SharedCache: a read against Cache's, and how read-mostly throughput scales.
         for policy in Set(results.map(\.policy)).sorted() where !policy.isEmpty {

@@ -326,6 +326,32 @@ struct CommandLineTests {
     }
 
     @Test(
+        "bench measures the LRU sketches (bare and locked) on every workload, and Cache-noevict on the mix only",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func benchSketches() throws {
+        let process = Process()
+        process.executableURL = Self.tool
+        process.arguments = [
+            "bench", "--subjects", "Cache-noevict,SlotSketch,SlotSketch+lock,InlineSketch,InlineSketch+lock",
+            "--workloads", "get-hit,mix", "--policies", "lru", "--threads", "1",
+            "--ops", "5000", "--capacity", "500", "--repetitions", "1", "--json",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let rows = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
+        let sketches = ["SlotSketch", "SlotSketch+lock", "InlineSketch", "InlineSketch+lock"]
+        let cases = rows.map { "\($0["workload"] as? String ?? "?") \($0["subject"] as? String ?? "?")" }
+        #expect(cases == sketches.map { "get-hit \($0)" } + ["mix Cache-noevict"] + sketches.map { "mix \($0)" })
+        #expect(rows.allSatisfy { ($0["nsPerOp"] as? Double ?? 0) > 0 })
+    }
+
+    @Test(
         "trace flags without a trace are refused",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
