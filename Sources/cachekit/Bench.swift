@@ -31,13 +31,15 @@ enum Bench {
         takes a Synchronization.Mutex around each operation, as Cache does. For SharedCache the
         run prints its read cost against Cache (get-hit) and its read90 throughput on 2 threads
         against 1; SharedCache-unbounded is SharedCache with no limit (YMCache's default), so no
-        policy hears its reads (its policy column is empty); it runs get-hit, get-miss and read90. Throughput on N threads is ops / wall time: ns/op halves when 2 threads scale.
+        policy hears its reads (its policy column is empty); it runs get-hit, get-miss and read90.
+        Dictionary runs get-hit and get-miss on each thread count too (reads only, no lock: the
+        most read throughput the machine gives), the others on 1. Throughput on N threads is ops / wall time: ns/op halves when 2 threads scale.
 
         options:
           --capacity N        entries the caches hold (default 50_000)
           --ops N             operations per case (default 1_000_000)
           --repetitions N     runs per case; the median is reported (default 5)
-          --threads LIST      thread counts for Cache, NSCache and the SharedCache subjects (default 1,2); the others run on 1
+          --threads LIST      thread counts for Cache, NSCache, the SharedCache subjects and Dictionary's reads (default 1,2); the others run on 1
           --workloads LIST    \(workloads.joined(separator: ",")) (default: all)
           --subjects LIST     \(subjects.joined(separator: ",")) (default: all)
           --policies LIST     \(EvictionPolicy.allCases.map(\.name).joined(separator: ",")) (default: all)
@@ -121,6 +123,18 @@ enum Bench {
                 cases.append(
                     ("Dictionary", "", 1, { plan.measureOnce(threads: 1) { DictionaryTarget(boundedTo: bounded) } })
                 )
+                // Reads only, no lock: safe on several threads, and the most read throughput this
+                // machine gives any structure (the ceiling for SharedCache's read scaling).
+                if ["get-hit", "get-miss"].contains(workload) {
+                    for threads in threadCounts where threads > 1 {
+                        cases.append(
+                            (
+                                "Dictionary", "", threads,
+                                { plan.measureOnce(threads: threads) { DictionaryTarget(boundedTo: nil) } }
+                            )
+                        )
+                    }
+                }
             }
             for policy in policies {
                 if chosenSubjects.contains("SerialCache") {
@@ -327,6 +341,15 @@ enum Bench {
                     )
                 )
             }
+        }
+        if let one = find("Dictionary", "", "get-hit"), let two = find("Dictionary", "", "get-hit", threads: 2) {
+            print(
+                String(
+                    format:
+                        "get-hit: Dictionary reads (no lock, no writes) on 2 threads have %.2fx the throughput of 1",
+                    one.ratio(to: two)
+                )
+            )
         }
         if let one = find("SharedCache-unbounded", "", "read90"),
             let two = find("SharedCache-unbounded", "", "read90", threads: 2)

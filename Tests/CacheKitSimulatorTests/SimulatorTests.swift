@@ -352,6 +352,29 @@ struct CommandLineTests {
     }
 
     @Test(
+        "bench runs Dictionary's reads on every thread count and its writes on one thread",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func benchDictionaryThreads() throws {
+        let process = Process()
+        process.executableURL = Self.tool
+        process.arguments = [
+            "bench", "--subjects", "Dictionary", "--workloads", "get-hit,get-miss,mix", "--threads", "1,2",
+            "--ops", "2000", "--capacity", "500", "--repetitions", "1", "--json",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let rows = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
+        let cases = rows.map { "\($0["workload"] as? String ?? "?") \($0["threads"] as? Int ?? 0)" }
+        #expect(cases == ["get-hit 1", "get-hit 2", "get-miss 1", "get-miss 2", "mix 1"])
+    }
+
+    @Test(
         "trace flags without a trace are refused",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
