@@ -107,8 +107,11 @@ enum Bench {
             allowed: EvictionPolicy.allCases.map(\.name)
         ).compactMap { EvictionPolicy(name: $0) }
         warnIfDebug()
-        if chosenSubjects.contains("SlotSketch") { try LRUSketchCheck.verify("SlotSketch", make: SlotSketch.init) }
-        if chosenSubjects.contains("InlineSketch") {
+        // A sketch is checked whether it runs bare or behind the lock.
+        if chosenSubjects.contains(where: { $0.hasPrefix("SlotSketch") }) {
+            try LRUSketchCheck.verify("SlotSketch", make: SlotSketch.init)
+        }
+        if chosenSubjects.contains(where: { $0.hasPrefix("InlineSketch") }) {
             try LRUSketchCheck.verify("InlineSketch", make: InlineSketch.init)
         }
 
