@@ -300,17 +300,12 @@ struct CommandLineTests {
         #expect(refused.errors.contains(message), "\(refused.errors)")
     }
 
-    @Test(
-        "bench measures an unbounded SharedCache on 1 and 2 threads, with no policy",
-        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
-    )
-    func benchUnboundedSharedCache() throws {
+    /// The rows `cachekit bench --json` prints for `arguments` (after `bench`), expecting it to
+    /// succeed.
+    func benchRows(_ arguments: [String]) throws -> [[String: Any]] {
         let process = Process()
         process.executableURL = Self.tool
-        process.arguments = [
-            "bench", "--subjects", "SharedCache-unbounded", "--workloads", "read90", "--threads", "1,2",
-            "--ops", "2000", "--capacity", "500", "--repetitions", "1", "--json",
-        ]
+        process.arguments = ["bench"] + arguments + ["--json"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -318,7 +313,18 @@ struct CommandLineTests {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        let rows = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
+        return try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
+    }
+
+    @Test(
+        "bench measures an unbounded SharedCache on 1 and 2 threads, with no policy",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func benchUnboundedSharedCache() throws {
+        let rows = try benchRows([
+            "--subjects", "SharedCache-unbounded", "--workloads", "read90", "--threads", "1,2",
+            "--ops", "2000", "--capacity", "500", "--repetitions", "1",
+        ])
         #expect(rows.map { $0["subject"] as? String } == ["SharedCache-unbounded", "SharedCache-unbounded"])
         #expect(rows.map { $0["policy"] as? String } == ["", ""])
         #expect(rows.map { $0["threads"] as? Int } == [1, 2])
@@ -330,21 +336,11 @@ struct CommandLineTests {
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
     func benchSketches() throws {
-        let process = Process()
-        process.executableURL = Self.tool
-        process.arguments = [
-            "bench", "--subjects", "Cache-noevict,SlotSketch,SlotSketch+lock,InlineSketch,InlineSketch+lock",
+        let rows = try benchRows([
+            "--subjects", "Cache-noevict,SlotSketch,SlotSketch+lock,InlineSketch,InlineSketch+lock",
             "--workloads", "get-hit,mix", "--policies", "lru", "--threads", "1",
-            "--ops", "5000", "--capacity", "500", "--repetitions", "1", "--json",
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let rows = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
+            "--ops", "5000", "--capacity", "500", "--repetitions", "1",
+        ])
         let sketches = ["SlotSketch", "SlotSketch+lock", "InlineSketch", "InlineSketch+lock"]
         let cases = rows.map { "\($0["workload"] as? String ?? "?") \($0["subject"] as? String ?? "?")" }
         #expect(cases == sketches.map { "get-hit \($0)" } + ["mix Cache-noevict"] + sketches.map { "mix \($0)" })
@@ -356,20 +352,10 @@ struct CommandLineTests {
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
     func benchDictionaryThreads() throws {
-        let process = Process()
-        process.executableURL = Self.tool
-        process.arguments = [
-            "bench", "--subjects", "Dictionary", "--workloads", "get-hit,get-miss,mix", "--threads", "1,2",
-            "--ops", "2000", "--capacity", "500", "--repetitions", "1", "--json",
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let rows = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
+        let rows = try benchRows([
+            "--subjects", "Dictionary", "--workloads", "get-hit,get-miss,mix", "--threads", "1,2",
+            "--ops", "2000", "--capacity", "500", "--repetitions", "1",
+        ])
         let cases = rows.map { "\($0["workload"] as? String ?? "?") \($0["threads"] as? Int ?? 0)" }
         #expect(cases == ["get-hit 1", "get-hit 2", "get-miss 1", "get-miss 2", "mix 1"])
     }
