@@ -194,7 +194,7 @@ struct AdaptivePolicyTests {
             cache._withState { state in
                 guard case .wtinylfu(let p) = state.core.policy else { preconditionFailure("not W-TinyLFU") }
                 let words = p.state.pointee.sketch.wordCount
-                return (words, { p.frequency(UInt32(truncatingIfNeeded: $0.hashValue)) })
+                return (words, { p.frequency(UInt32(truncatingIfNeeded: _KeyHash.hash($0))) })
             }
         }
         let eager = _WTinyLFUPolicy.eagerSketchEntries
@@ -480,10 +480,10 @@ struct WTinyLFUReference: ReferencePolicy {
 
     var residents: Set<Int> { Set(window + probation + protected) }
 
-    func frequency(_ key: Int) -> Int { sketch.frequency(UInt32(truncatingIfNeeded: key.hashValue)) }
+    func frequency(_ key: Int) -> Int { sketch.frequency(UInt32(truncatingIfNeeded: _KeyHash.hash(key))) }
 
     mutating func access(_ x: Int) -> Bool {
-        let hash = UInt32(truncatingIfNeeded: x.hashValue)
+        let hash = UInt32(truncatingIfNeeded: _KeyHash.hash(x))
         var hit = true
         lastWasMiss = false
         if residents.contains(x) { sketch.increment(hash) }  // a hit counts at once

@@ -265,8 +265,8 @@ struct SharedCacheTests {
             _ = cache._timekeeper.activate()  // reads know the time; nothing queued expires yet
         }
         // Queued out of time order, as writers on two threads can: key 1 read the clock first.
-        cache._enqueue(.set(2, 2, cost: 0, timeToLive: nil, now: 5 * second, hash: 2.hashValue))
-        cache._enqueue(.set(1, 1, cost: 0, timeToLive: 10 * second, now: 1 * second, hash: 1.hashValue))
+        cache._enqueue(.set(2, 2, cost: 0, timeToLive: nil, now: 5 * second, hash: _KeyHash.hash(2)))
+        cache._enqueue(.set(1, 1, cost: 0, timeToLive: 10 * second, now: 1 * second, hash: _KeyHash.hash(1)))
         clock.advance(by: .seconds(12))
         let queued = cache.peekValue(forKey: 1)
         cache.flush()
@@ -295,8 +295,8 @@ struct SharedCacheTests {
         cache._drainsInBackground.store(false, ordering: .relaxed)
         // Writers read the clock before queueing, so a write can be queued after a later one.
         let second: Int64 = 1_000_000_000
-        cache._enqueue(.set(2, 2, cost: 0, timeToLive: nil, now: 5 * second, hash: 2.hashValue))
-        cache._enqueue(.set(1, 1, cost: 0, timeToLive: nil, now: 1 * second, hash: 1.hashValue))
+        cache._enqueue(.set(2, 2, cost: 0, timeToLive: nil, now: 5 * second, hash: _KeyHash.hash(2)))
+        cache._enqueue(.set(1, 1, cost: 0, timeToLive: nil, now: 1 * second, hash: _KeyHash.hash(1)))
         clock.advance(by: .seconds(12))
         // Applied in order, key 1's deadline counts from 5 s (the floor key 2 left), not 1 s.
         #expect(cache.peekValue(forKey: 1) == 1)

@@ -42,12 +42,12 @@ extension _CacheCore {
             if storesHashes {
                 let stored = UInt32(truncatingIfNeeded: storedHash(slot))
                 precondition(
-                    stored == UInt32(truncatingIfNeeded: entries[Int(slot)].key.hashValue),
+                    stored == UInt32(truncatingIfNeeded: hash(of: entries[Int(slot)].key)),
                     "slot \(slot)'s stored hash is stale"
                 )
             }
             precondition(
-                index.buckets[b] == index.word(slot: slot, hash: entries[Int(slot)].key.hashValue, bucket: b),
+                index.buckets[b] == index.word(slot: slot, hash: hash(of: entries[Int(slot)].key), bucket: b),
                 "bucket \(b)'s tag or displacement disagrees with slot \(slot)'s hash"
             )
         }

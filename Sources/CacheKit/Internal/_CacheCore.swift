@@ -34,6 +34,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var generations: UnsafeMutablePointer<UInt32>?
     @usableFromInline var links: _SlotLinks
     @usableFromInline var index: _HashIndex
+    /// `_KeyHash.processSeed`, copied: reading the global on every hash would cost a call.
+    @usableFromInline let seed: _KeyHash.Seed
     @usableFromInline var policy: _AnyPolicy
     @usableFromInline var slotCapacity: Int
     @usableFromInline var slotsUsed: Int
@@ -71,6 +73,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         self.costs = nil
         self.generations = nil
         self.epoch = 0
+        self.seed = _KeyHash.processSeed
         self.index = _HashIndex(bucketCount: 8, slotCapacity: 0)
         self.policy = makePolicy(0)
         self.storesHashes = !_isPOD(Key.self) || policy.readsKeyHashes
@@ -131,14 +134,19 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
 
     // MARK: Reading
 
+    /// The hash the index takes of `key` (see `_KeyHash`).
+    @inlinable
+    @inline(__always)
+    func hash(of key: Key) -> Int { _KeyHash.hash(key, seed: seed) }
+
     /// The slot of `key`, or -1.
     @inlinable
     @inline(__always)
     func slot(of key: Key) -> Int32 {
-        index.find(key, hash: key.hashValue, entries: entries).slot
+        index.find(key, hash: hash(of: key), entries: entries).slot
     }
 
-    /// The slot holding `key`, whose `hashValue` is `hash`, or `-1`.
+    /// The slot holding `key`, whose hash (`hash(of:)`) is `hash`, or `-1`.
     @inlinable
     @inline(__always)
     func slot(of key: Key, hash: Int) -> Int32 {
@@ -185,7 +193,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// With `evictInline`, the limits are enforced before returning: for a new key the cache
     /// first makes room for one more entry and for its cost (so a new entry is never its own
     /// victim); a replaced key's new cost evicts others, never it. Without it (an eviction veto is installed) the owner trims
-    /// through `candidates`/`evict` instead. `knownHash`, when given, is `key.hashValue`.
+    /// through `candidates`/`evict` instead. `knownHash`, when given, is `hash(of: key)`.
     @inlinable
     mutating func setValue(
         _ value: Value,
@@ -198,7 +206,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         removals: inout _Removals<Key, Value>
     ) -> WriteResult.Outcome {
         precondition(cost >= 0, "cost must not be negative (got \(cost))")
-        let hash = knownHash ?? key.hashValue
+        let hash = knownHash ?? self.hash(of: key)
         let found = index.find(key, hash: hash, entries: entries)
         if totalCostLimit > 0 && cost > totalCostLimit {
             if found.slot >= 0 { removals.append(removeSlot(found.slot, reason: .replaced)) }
@@ -239,7 +247,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// - Complexity: O(1) amortized, plus O(1) per entry evicted.
     @inlinable
     mutating func access(_ key: Key, insertingOnMiss value: Value, removals: inout _Removals<Key, Value>) -> Bool {
-        let hash = key.hashValue
+        let hash = self.hash(of: key)
         let found = index.find(key, hash: hash, entries: entries)
         stats.recordRequest(hit: found.slot >= 0)
         if found.slot >= 0 {
@@ -502,9 +510,9 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     mutating func removeSlot(_ slot: Int32, reason: RemovalReason) -> CacheRemoval<Key, Value> {
         let s = Int(slot)
-        let (entries, hashes, stored) = (self.entries, self.hashes, storesHashes)
+        let (entries, hashes, stored, seed) = (self.entries, self.hashes, storesHashes, self.seed)
         index.remove(at: index.bucket(ofSlot: slot, hash: storedHash(slot))) {
-            Self.hash(of: $0, entries: entries, hashes: stored ? hashes : nil)
+            Self.hash(of: $0, entries: entries, hashes: stored ? hashes : nil, seed: seed)
         }
         policy.didRemove(slot, evicted: reason.isEviction, links: links)
         if let expiry { expiry.pointee.didRemove(slot) }
@@ -599,7 +607,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     @inline(__always)
     func storedHash(_ slot: Int32) -> Int {
-        Self.hash(of: slot, entries: entries, hashes: storesHashes ? hashes : nil)
+        Self.hash(of: slot, entries: entries, hashes: storesHashes ? hashes : nil, seed: seed)
     }
 
     /// `storedHash` for callers that cannot borrow the core (a closure the index calls while
@@ -609,10 +617,11 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     static func hash(
         of slot: Int32,
         entries: UnsafeMutablePointer<_Entry<Key, Value>>,
-        hashes: UnsafeMutablePointer<UInt32>?
+        hashes: UnsafeMutablePointer<UInt32>?,
+        seed: _KeyHash.Seed
     ) -> Int {
         if let hashes { return Int(truncatingIfNeeded: hashes[Int(slot)]) }
-        return entries[Int(slot)].key.hashValue
+        return _KeyHash.hash(entries[Int(slot)].key, seed: seed)
     }
 
     /// Doubles the index and re-inserts every slot. Inlinable, so that it is specialized for

@@ -46,7 +46,7 @@ extension SharedCache {
         )
     ) -> R {
         let now = _timekeeper.now()
-        let hash = key.hashValue
+        let hash = _KeyHash.hash(key, seed: _hashSeed)
         while true {
             let stripe = _lock.lockShared()
             var queued: _QueuedRead<Value>? = nil
@@ -378,7 +378,7 @@ extension SharedCache {
                 store(
                     value,
                     forKey: key,
-                    hash: key.hashValue,
+                    hash: _state.pointee.core.hash(of: key),
                     cost: 0,
                     timeToLive: nil,
                     now: now,
@@ -391,7 +391,7 @@ extension SharedCache {
                 store(
                     value,
                     forKey: key,
-                    hash: key.hashValue,
+                    hash: _state.pointee.core.hash(of: key),
                     cost: cost,
                     timeToLive: nil,
                     now: now,

@@ -73,6 +73,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @usableFromInline let _lock = _StripedLock()
     /// The keys the queued writes may touch: a point read of another key need not drain.
     @usableFromInline let _pendingKeys: _PendingFilter
+    /// `_KeyHash.processSeed`, copied for the hashes a read or write takes before any lock.
+    @usableFromInline let _hashSeed = _KeyHash.processSeed
     @usableFromInline let _timekeeper: _Timekeeper
     /// Reads must take the lock exclusively (a time to idle is set).
     @usableFromInline let _exclusiveReads: Bool
@@ -353,7 +355,16 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
             precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))")
             now = _timekeeper.activate()
         }
-        _enqueue(.set(key, value, cost: cost, timeToLive: expiresAfter?._nanoseconds, now: now, hash: key.hashValue))
+        _enqueue(
+            .set(
+                key,
+                value,
+                cost: cost,
+                timeToLive: expiresAfter?._nanoseconds,
+                now: now,
+                hash: _KeyHash.hash(key, seed: _hashSeed)
+            )
+        )
     }
 
     /// Queues writes of every pair, applied as one operation (YMCache's

@@ -45,9 +45,9 @@ final class _PendingFilter: @unchecked Sendable {
     var bucketCount: Int { mask + 1 }
 
     @inlinable
-    func bucket(of key: some Hashable) -> Int { key.hashValue & mask }
+    func bucket(of key: some Hashable) -> Int { _KeyHash.hash(key) & mask }
 
-    /// Whether a queued write may touch the key whose `hashValue` is `hash`.
+    /// Whether a queued write may touch the key whose hash (`_KeyHash`) is `hash`.
     @inlinable
     func mayTouch(hash: Int) -> Bool {
         bulk.load(ordering: .sequentiallyConsistent) > 0

@@ -3,7 +3,7 @@
 @usableFromInline
 enum _SharedWrite<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// `now` is the time the write was issued (for its time to live), or -1. `hash` is the key's
-    /// `hashValue`, computed once by the writer: the key filter, the drain's warming and its
+    /// hash (`_KeyHash`), computed once by the writer: the key filter, the drain's warming and its
     /// index lookup all use it (three hashes fewer inside the exclusive lock).
     case set(Key, Value, cost: Int, timeToLive: Int64?, now: Int64, hash: Int)
     case merge([(key: Key, value: Value)], now: Int64)
@@ -82,7 +82,7 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         switch write {
         case .set(let key, _, _, _, _, let hash): latest[_HashedKey(key, hash: hash)] = position
         case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
-            for key in keys { latest[_HashedKey(key, hash: key.hashValue)] = position }
+            for key in keys { latest[_HashedKey(key, hash: _KeyHash.hash(key))] = position }
         case .access: break
         default: hasBulkWrite = true
         }
@@ -130,7 +130,7 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 }
 
-/// A key with its `hashValue`, hashing as that value without running `Hasher` again.
+/// A key with its hash (`_KeyHash`), hashing as that value without hashing the key again.
 @usableFromInline
 struct _HashedKey<Key: Hashable & Sendable>: Hashable, Sendable {
     @usableFromInline let key: Key
@@ -148,7 +148,7 @@ struct _HashedKey<Key: Hashable & Sendable>: Hashable, Sendable {
     @inlinable
     func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
-    /// The key's `hashValue` as is: already a seeded hash of the key (`Dictionary` asks for
+    /// The key's hash as is: already a seeded hash of the key (`Dictionary` asks for
     /// this, not `hash(into:)`, when it exists).
     @inlinable
     func _rawHashValue(seed: Int) -> Int { hash }

@@ -1,0 +1,71 @@
+import Testing
+
+@testable import CacheKit
+
+/// The hash the index takes of a key: seeded folded multiplies for integer keys, the key's own
+/// `hashValue` for any other.
+@Suite("Key hash")
+struct KeyHashTests {
+    /// The mean displacement of `keys` placed by linear probing in `bucketCount` buckets, the
+    /// way the index places them (the hash's low bits pick the ideal bucket).
+    static func meanDisplacement(_ hashes: [Int], bucketCount: Int) -> Double {
+        var taken = [Bool](repeating: false, count: bucketCount)
+        var total = 0
+        for hash in hashes {
+            var b = hash & (bucketCount - 1)
+            var d = 0
+            while taken[b] {
+                b = (b + 1) & (bucketCount - 1)
+                d += 1
+            }
+            taken[b] = true
+            total += d
+        }
+        return Double(total) / Double(hashes.count)
+    }
+
+    @Test(
+        "integer keys in arithmetic progressions spread over the buckets and the tag bits",
+        arguments: [1, 2, 3, 8, 1000, 1 << 10, 1 << 16, 1 << 32, -3, 0x1E37_79B9_7F4A_7C15]
+    )
+    func integerKeysSpread(stride: Int) {
+        let buckets = 1 << 16
+        let keys = (0..<(buckets / 4 * 3)).map { $0 &* stride }
+        let hashes = keys.map { _KeyHash.hash($0) }
+        // Uniform hashes at a load of 3/4 give about 1.5; the key itself as its hash would pile
+        // every key of a stride of 2^16 or more into one bucket (a mean in the tens of thousands).
+        #expect(Self.meanDisplacement(hashes, bucketCount: buckets) < 2.5)
+        // The tag is taken from the bits above those that pick the bucket: they vary too
+        // (uniform values would give about 34,600 distinct ones of 65,536).
+        let tags = Set(hashes.map { $0 >> 16 & 0xFFFF })
+        #expect(tags.count > 30_000)
+    }
+
+    @Test("each integer type is hashed by its value's bits; equal keys hash equally")
+    func integerTypes() {
+        #expect(_KeyHash.hash(7 as Int) == _KeyHash.hash(7 as Int))
+        #expect(_KeyHash.hash(7 as Int) == _KeyHash.hash(7 as Int64))
+        #expect(_KeyHash.hash(7 as UInt8) == _KeyHash.hash(7 as UInt64))
+        #expect(_KeyHash.hash(-1 as Int32) == _KeyHash.hash(-1 as Int))
+        #expect(_KeyHash.hash(7 as Int) != _KeyHash.hash(8 as Int))
+        // Not the standard library's hash (which would leave the folded multiply unused).
+        let differing = (0..<64).filter { _KeyHash.hash($0) != $0.hashValue }
+        #expect(differing.count > 60)
+    }
+
+    @Test("keys of other types are hashed by their own Hashable conformance")
+    func otherTypes() {
+        #expect(_KeyHash.hash("a key") == "a key".hashValue)
+        #expect(_KeyHash.hash(PlacedKey(id: 1, hash: 42)) == 42)
+        #expect(_KeyHash.hash(2.5) == 2.5.hashValue)
+    }
+
+    @Test("a cache keyed by integers in a stride of 2^32 stores, finds and evicts them all")
+    func stridedKeysThroughTheCache() {
+        let cache = SerialCache<Int, Int>(countLimit: 5_000, policy: .lru)
+        for k in 0..<10_000 { cache[k << 32] = k }
+        #expect(cache.count == 5_000)
+        for k in 0..<5_000 { #expect(cache.peekValue(forKey: k << 32) == nil) }
+        for k in 5_000..<10_000 where cache.peekValue(forKey: k << 32) != k { Issue.record("lost key \(k) << 32") }
+    }
+}
