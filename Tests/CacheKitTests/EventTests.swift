@@ -121,6 +121,30 @@ struct EventTests {
         #expect(reasons.value == [.evictedForCost, .evictedForCost] + Array(repeating: .memoryPressure, count: 4))
     }
 
+    @Test(
+        "a write made while a veto was installed still meets the limits if the veto is removed before its trim",
+        arguments: CacheKind.allCases
+    )
+    func vetoRemovedBeforeTheTrim(kind: CacheKind) {
+        let cache = kind.make(Int.self, Int.self, totalCostLimit: 10)
+        let box = UncheckedBox(cache)
+        let asked = Locked(0)
+        cache.veto { _, _, _ in
+            asked.mutate { $0 += 1 }
+            return true
+        }
+        // The replaced value is reported between the write's critical section and its trim:
+        // the handler takes the veto away there, so the trim finds none and evicts inline.
+        cache.onRemoval { removal in if removal.reason == .replaced { box.cache.veto(nil) } }
+        cache.setValue(1, forKey: 1, cost: 4)
+        cache.setValue(2, forKey: 2, cost: 4)
+        let result = cache.setValue(10, forKey: 1, cost: 8)
+        #expect(result.isStored && !result.isOverLimit)
+        #expect(cache.keys == [1] && cache.totalCost == 8)
+        #expect(asked.value == 0)
+        cache._checkInvariants()
+    }
+
     @Test("hooks may call back into the same cache", arguments: CacheKind.allCases)
     func reentrantHooks(kind: CacheKind) {
         let cache = kind.make(Int.self, Int.self, countLimit: 3)

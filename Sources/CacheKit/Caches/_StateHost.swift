@@ -74,10 +74,14 @@ extension _StateHost {
     @inlinable
     func _value(forKey key: Key) -> Value? {
         let now = _timekeeper.now()
-        let (value, observer) = _withSweptState(now: now) { state, _ in
-            (state.core.value(forKey: key, now: now), state.activityObserver)
+        // Only whether an observer is installed: copying the closure out (a retain and a
+        // release, even of `nil`) cost a read more than fetching it again when there is one.
+        let (value, observed) = _withSweptState(now: now) { state, _ in
+            (state.core.value(forKey: key, now: now), state.activityObserver != nil)
         }
-        if let observer { observer(value == nil ? .miss(key: key) : .hit(key: key)) }
+        if observed, let observer = _withState({ $0.activityObserver }) {
+            observer(value == nil ? .miss(key: key) : .hit(key: key))
+        }
         return value
     }
 
@@ -166,8 +170,7 @@ extension _StateHost {
         }
         let accepted = admitted && (_insertionPolicy.map { $0(key, value, cost) } ?? true)
         let now = expiresAfter == nil ? _timekeeper.now() : _timekeeper.activate()
-        typealias Veto = ((Key, Value, RemovalReason) -> Bool)?
-        var observer: ((CacheActivity<Key>) -> Void)?
+        var observed = false  // whether an observer is installed (see `_value(forKey:)`)
         // With a veto, room for a new key is made before it is stored (as without one), so that
         // the policy picks its victims by its own rules, never weighing the new entry: the
         // write's section finds no room, changes nothing, and the trim runs outside the lock.
@@ -176,23 +179,26 @@ extension _StateHost {
         var roomRefused = false  // the veto refused every candidate while making room
         while true {
             var needsRoom = false  // plain flags: the write path (no veto) creates nothing to release
-            let (outcome, existing, veto) = _withSweptState(now: now) {
+            // `deferredTrim`: a veto is installed, so the write evicted nothing and the trim asks
+            // the veto outside the lock. (A flag, not the veto: copying the closure out cost
+            // every write a retain and a release, even of `nil`.)
+            let (outcome, existing, deferredTrim) = _withSweptState(now: now) {
                 state,
-                removals -> (WriteResult.Outcome, Value?, Veto) in
+                removals -> (WriteResult.Outcome, Value?, Bool) in
                 if !madeRoom, accepted, state.evictionVeto != nil, state.core.needsRoom(forNewKey: key, cost: cost),
                     Self._valueKept(insteadOf: value, forKey: key, when: condition, in: state) == nil
                 {
                     needsRoom = true
-                    return (.inserted, nil, nil)  // nothing changed; the caller makes room and comes back
+                    return (.inserted, nil, false)  // nothing changed; the caller makes room and comes back
                 }
                 underLock(&state)
-                observer = state.activityObserver
+                observed = state.activityObserver != nil
                 if let kept = Self._valueKept(insteadOf: value, forKey: key, when: condition, in: state) {
                     // A load that may not store retires all the same (if it is still the key's load).
                     if case .ifLoadCurrent(let id, _, _) = condition, state.loads[key]?.id == id {
                         state.loads[key] = nil
                     }
-                    return (.replaced, kept, nil)
+                    return (.replaced, kept, false)
                 }
                 switch condition {
                 case .always, .ifAbsent(winsOverLoad: true):
@@ -206,37 +212,37 @@ extension _StateHost {
                 }
                 guard accepted else {
                     if let old = state.core.removeValue(forKey: key, reason: .replaced) { removals.append(old) }
-                    return (.rejected(.insertionPolicy), nil, nil)
+                    return (.rejected(.insertionPolicy), nil, false)
                 }
                 if expiresAfter != nil { state.core.enableExpiry() }
-                let veto = state.evictionVeto
+                let deferredTrim = state.evictionVeto != nil
                 let outcome = state.core.setValue(
                     value,
                     forKey: key,
                     cost: cost,
                     now: now,
                     timeToLive: expiresAfter?._nanoseconds,
-                    evictInline: veto == nil,
+                    evictInline: !deferredTrim,
                     removals: &removals
                 )
-                return (outcome, nil, veto)
+                return (outcome, nil, deferredTrim)
             }
             if needsRoom {
                 madeRoom = true
                 roomRefused = _makeRoom(forNewKey: key, cost: cost)
                 continue
             }
-            if let observer, existing == nil, outcome != .rejected(.costExceedsLimit),
-                outcome != .rejected(.insertionPolicy)
+            if observed, existing == nil, outcome != .rejected(.costExceedsLimit),
+                outcome != .rejected(.insertionPolicy), let observer = _withState({ $0.activityObserver })
             {
                 observer(.write(key: key, cost: cost))
             }
             if let existing { return (WriteResult(outcome: outcome), existing) }
-            guard let veto else { return (WriteResult(outcome: outcome), value) }
+            guard deferredTrim else { return (WriteResult(outcome: outcome), value) }
             if case .rejected = outcome { return (WriteResult(outcome: outcome, isOverLimit: _isOverLimit), value) }
             // After a refused attempt to make room, asking the same entries again would only
             // repeat the refusals.
-            let isOverLimit = roomRefused ? _isOverLimit : _trim(askingVeto: veto, protecting: key) { $0.limits }
+            let isOverLimit = roomRefused ? _isOverLimit : _trimToLimits(protecting: key)
             return (WriteResult(outcome: outcome, isOverLimit: isOverLimit), value)
         }
     }
@@ -487,6 +493,25 @@ extension _StateHost {
     static func _report(_ removals: _Removals<Key, Value>, to handler: ((CacheRemoval<Key, Value>) -> Void)?) {
         guard let handler else { return }
         removals.forEach(handler)
+    }
+
+    /// Enforces the limits after a write that evicted nothing because a veto was installed,
+    /// asking the veto outside the critical section, or inline if the veto was removed
+    /// meanwhile. Never evicts `protectedKey`. Returns whether the cache is still over its
+    /// limits. Out of line, as the write path without a veto never comes here.
+    @usableFromInline
+    @inline(never)
+    func _trimToLimits(protecting protectedKey: Key) -> Bool {
+        let veto = _withSweptState(now: _timekeeper.now()) { state, removals in
+            let veto = state.evictionVeto
+            if veto == nil {
+                let protected = state.core.slot(of: protectedKey)
+                state.core.trim(to: state.core.limits, protecting: protected, removals: &removals)
+            }
+            return veto
+        }
+        guard let veto else { return _isOverLimit }
+        return _trim(askingVeto: veto, protecting: protectedKey) { $0.limits }
     }
 
     /// With a veto installed, evicts what storing `key` with `cost` needs room for, asking the
