@@ -80,7 +80,7 @@ extension SharedCache {
                 let latest = pending.latestWrite(to: key, hash: hash)
                 // One access for a run of reads of the key with nothing queued between them (a
                 // hot key read many times between two drains queues one, not thousands).
-                if case .access(let last, _)? = pending.writes.last, last == key { return latest }
+                if pending.lastIsAccess(to: key) { return latest }
                 if case .stored? = latest {
                     pending.append(.access(key, hash: hash))
                     _pendingCount.wrappingAdd(1, ordering: .sequentiallyConsistent)
@@ -220,11 +220,12 @@ extension SharedCache {
     /// but a drain can never take a write it has not counted, so no count drops below the
     /// writes queued, which would hide another write from readers.
     @inlinable
-    func _enqueue(_ write: _SharedWrite<Key, Value>) {
+    func _enqueue(_ write: consuming _SharedWrite<Key, Value>) {
         _pendingKeys.count(write, 1)
         _pendingCount.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        var write = Optional(write)  // moved into the queue, not copied (see `append`)
         let schedule = pending.withLock { pending -> Bool in
-            pending.append(write)
+            pending.append(write.take().unsafelyUnwrapped)
             if pending.drainScheduled || !_drainsInBackground.load(ordering: .relaxed) { return false }
             pending.drainScheduled = true
             return true

@@ -65,10 +65,18 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     init() {}
 
     /// Queues `write` after the others.
+    ///
+    /// Moves `write` into the queue: appending a borrowed write copied the whole enum through
+    /// an outlined copy (about 80 instructions, on every queued `set`).
     @inlinable
-    mutating func append(_ write: _SharedWrite<Key, Value>) {
-        let position = writes.count
+    mutating func append(_ write: consuming _SharedWrite<Key, Value>) {
+        index(write, at: writes.count)
         writes.append(write)
+    }
+
+    /// Records `write`, about to be queued at `position`, in the floors and the index by key.
+    @inlinable
+    mutating func index(_ write: _SharedWrite<Key, Value>, at position: Int) {
         var floorWithoutExpiry: Int64 = -1
         if case .set(_, _, _, let timeToLive, let now, _) = write {
             latestNow = Swift.max(latestNow, now)
@@ -114,7 +122,24 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func latestWrite(to key: Key, hash: Int) -> _QueuedRead<Value>? {
         if hasBulkWrite { return .drainFirst }
         guard let position = latest[_HashedKey(key, hash: hash)] else { return nil }
-        switch writes[position] {
+        // Through the buffer, whose subscript lends the element: the array's subscript returned
+        // a copy of the whole write (an outlined copy of the enum on every such read).
+        return writes.withUnsafeBufferPointer { writes in answer(writes[position], at: position) }
+    }
+
+    /// Whether the last queued write is an `access` to `key` (read in place, not copied out).
+    @inlinable
+    func lastIsAccess(to key: Key) -> Bool {
+        writes.withUnsafeBufferPointer { writes in
+            guard let last = writes.indices.last, case .access(let accessed, _) = writes[last] else { return false }
+            return accessed == key
+        }
+    }
+
+    /// `latestWrite(to:hash:)` for the write at `position`.
+    @inlinable
+    func answer(_ write: _SharedWrite<Key, Value>, at position: Int) -> _QueuedRead<Value> {
+        switch write {
         case .set(_, let value, let cost, let timeToLive, let now, _):
             // `didWrite` counts from max(now, floor) when the time is known.
             return .stored(
