@@ -7,7 +7,8 @@ import Foundation
 enum Bench {
     static let workloads = ["get-hit", "get-miss", "set-evict", "mix", "read90"]
     static let subjects = [
-        "SerialCache", "Cache", "Cache+ttl", "Cache-stats", "Cache-noevict", "SharedCache", "SharedCache-unbounded",
+        "SerialCache", "Cache", "Cache+ttl", "Cache-stats", "Cache-noevict", "Cache-hasher", "SharedCache",
+        "SharedCache-unbounded",
         "Dictionary", "Dictionary+lock", "NSCache", "SlotSketch", "SlotSketch+lock", "InlineSketch",
         "InlineSketch+lock",
     ]
@@ -24,7 +25,10 @@ enum Bench {
         live on every entry (so the clock is read on every operation); Cache-stats is Cache with
         statistics switched off. Their cost is printed as a percentage over Cache. Cache-noevict
         (mix only) is Cache with room for every key the mix uses, so, like Dictionary, it never
-        evicts. SlotSketch and InlineSketch are not CacheKit: two minimal exact-LRU caches for Int
+        evicts. Cache-hasher is Cache keyed by a struct wrapping the Int, which its Hashable
+        conformance hashes with the standard library's Hasher (SipHash), as any key of a type
+        of your own is; CacheKit hashes Int keys itself, more cheaply. SlotSketch and
+        InlineSketch are not CacheKit: two minimal exact-LRU caches for Int
         keys, one with CacheKit's layout (records in a slot array, an index of slot numbers), one
         with each record inside its hash bucket, to show how much of the cost over Dictionary
         the layout itself takes (each is checked against a reference LRU first); a "+lock" subject
@@ -194,6 +198,16 @@ enum Bench {
                 where chosenSubjects.contains(subject) && (subject != "Cache-noevict" || workload == "mix") {
                     cases.append((subject, policy.name, 1, { plan.measureOnce(threads: 1, make: make) }))
                 }
+                if chosenSubjects.contains("Cache-hasher") {
+                    cases.append(
+                        (
+                            "Cache-hasher", policy.name, 1,
+                            {
+                                plan.measureOnce(threads: 1) { HasherKeyedCache(countLimit: capacity, policy: policy) }
+                            }
+                        )
+                    )
+                }
                 if chosenSubjects.contains("SharedCache") {
                     for threads in threadCounts {
                         cases.append(
@@ -310,6 +324,7 @@ enum Bench {
             for (subject, policy, what) in [
                 ("Cache", "lru", "Cache(lru)"),
                 ("Cache-noevict", "lru", "Cache(lru) with room for every key (never evicts, as Dictionary)"),
+                ("Cache-hasher", "lru", "Cache(lru) with keys hashed by Hasher, as a key type of your own is"),
                 ("SerialCache", "lru", "SerialCache(lru), no lock"),
                 ("SlotSketch", "", "a minimal LRU with CacheKit's layout (SlotSketch)"),
                 ("SlotSketch+lock", "", "the same behind a Mutex, as Cache (SlotSketch+lock)"),

@@ -31,6 +31,24 @@ extension SerialCache: BenchTarget where Key == Int, Value == Int {
     func set(_ value: Int, _ key: Int) { self[key] = value }
 }
 
+/// An `Int` as a key type of a user's own: its hash goes through `Hasher` (SipHash), where
+/// CacheKit hashes `Int` keys itself.
+struct HasherKey: Hashable {
+    let id: Int
+}
+
+/// `Cache` keyed by `HasherKey`: what the cache costs with keys it does not hash itself.
+final class HasherKeyedCache: BenchTarget {
+    let cache: Cache<HasherKey, Int>
+
+    init(countLimit: Int, policy: EvictionPolicy) {
+        cache = Cache(countLimit: countLimit, policy: policy)
+    }
+
+    func get(_ key: Int) -> Int? { cache[HasherKey(id: key)] }
+    func set(_ value: Int, _ key: Int) { cache[HasherKey(id: key)] = value }
+}
+
 /// The baseline: a plain `Dictionary` doing the same lookups and inserts. It never evicts, except
 /// in `set-evict`, where it removes the oldest key it inserted (tracked in a ring) to stay at
 /// capacity, as a cache must.

@@ -332,18 +332,23 @@ struct CommandLineTests {
     }
 
     @Test(
-        "bench measures the LRU sketches (bare and locked) on every workload, and Cache-noevict on the mix only",
+        "bench measures Cache-hasher and the LRU sketches (bare and locked) on every workload, and Cache-noevict on the mix only",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
     func benchSketches() throws {
         let rows = try benchRows([
-            "--subjects", "Cache-noevict,SlotSketch,SlotSketch+lock,InlineSketch,InlineSketch+lock",
+            "--subjects", "Cache-noevict,Cache-hasher,SlotSketch,SlotSketch+lock,InlineSketch,InlineSketch+lock",
             "--workloads", "get-hit,mix", "--policies", "lru", "--threads", "1",
             "--ops", "5000", "--capacity", "500", "--repetitions", "1",
         ])
         let sketches = ["SlotSketch", "SlotSketch+lock", "InlineSketch", "InlineSketch+lock"]
         let cases = rows.map { "\($0["workload"] as? String ?? "?") \($0["subject"] as? String ?? "?")" }
-        #expect(cases == sketches.map { "get-hit \($0)" } + ["mix Cache-noevict"] + sketches.map { "mix \($0)" })
+        #expect(
+            cases == ["get-hit Cache-hasher"] + sketches.map { "get-hit \($0)" } + [
+                "mix Cache-noevict", "mix Cache-hasher",
+            ]
+                + sketches.map { "mix \($0)" }
+        )
         #expect(rows.allSatisfy { ($0["nsPerOp"] as? Double ?? 0) > 0 })
     }
 

@@ -48,6 +48,15 @@ enum _KeyHash {
         }
     }
 
+    /// Whether keys of `type` are hashed here (by the folded multiplies, a dozen instructions)
+    /// rather than by their own `Hashable` conformance.
+    @inlinable
+    static func hashesItself<Key>(_ type: Key.Type) -> Bool {
+        type == Int.self || type == UInt.self || type == Int64.self || type == UInt64.self || type == Int32.self
+            || type == UInt32.self || type == Int16.self || type == UInt16.self || type == Int8.self
+            || type == UInt8.self
+    }
+
     /// The hash of `key` with this process's seed. For paths that run once per bulk operation;
     /// hot paths keep a copy of the seed and pass it (reading the global costs a call each time).
     @inlinable

@@ -207,17 +207,17 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
             if let queued {
                 // Written and not yet applied: the policy hears of the read right after the write
                 // lands (see `_latestQueuedWrite`).
-                let value = _value(of: queued, in: &state, now: now)
+                let value = _value(of: queued, in: state, now: now)
                 return ((value, false), !counts ? .none : value == nil ? .miss : .hit)
             }
-            let slot = state.core.slot(of: key, hash: hash)
-            guard slot >= 0, !state.core._isExpired(slot, now: now) else {
+            let slot = state.pointee.core.slot(of: key, hash: hash)
+            guard slot >= 0, !state.pointee.core._isExpired(slot, now: now) else {
                 return ((nil, false), counts ? .miss : .none)
             }
             let full =
                 _tracksReads.load(ordering: .relaxed)
-                && !stripe.record(slot, generation: state.core.generations.unsafelyUnwrapped[Int(slot)])
-            return ((state.core.entries[Int(slot)].value, full), counts ? .hit : .none)
+                && !stripe.record(slot, generation: state.pointee.core.generations.unsafelyUnwrapped[Int(slot)])
+            return ((state.pointee.core.entries[Int(slot)].value, full), counts ? .hit : .none)
         }
         // A full buffer: replay it now if the lock is free (else the next writer does).
         if bufferFull { _maintain() }
@@ -230,10 +230,10 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @inlinable
     public func peekValue(forKey key: Key) -> Value? {
         _reading(key: key) { state, _, now, hash, queued -> (Value?, _StripedLock.Tally) in
-            if let queued { return (_value(of: queued, in: &state, now: now), .none) }
-            let slot = state.core.slot(of: key, hash: hash)
-            let found = slot >= 0 && !state.core._isExpired(slot, now: now)
-            return (found ? state.core.entries[Int(slot)].value : nil, .none)
+            if let queued { return (_value(of: queued, in: state, now: now), .none) }
+            let slot = state.pointee.core.slot(of: key, hash: hash)
+            let found = slot >= 0 && !state.pointee.core._isExpired(slot, now: now)
+            return (found ? state.pointee.core.entries[Int(slot)].value : nil, .none)
         }
     }
 
@@ -243,9 +243,9 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @inlinable
     public func contains(_ key: Key) -> Bool {
         _reading(key: key) { state, _, now, hash, queued -> (Bool, _StripedLock.Tally) in
-            if let queued { return (_value(of: queued, in: &state, now: now) != nil, .none) }
-            let slot = state.core.slot(of: key, hash: hash)
-            return (slot >= 0 && !state.core._isExpired(slot, now: now), .none)
+            if let queued { return (_value(of: queued, in: state, now: now) != nil, .none) }
+            let slot = state.pointee.core.slot(of: key, hash: hash)
+            return (slot >= 0 && !state.pointee.core._isExpired(slot, now: now), .none)
         }
     }
 
