@@ -39,6 +39,13 @@ import Synchronization
 /// `Int`-to-`Int` entries take about as many bytes as a `Dictionary` holding them (with LRU, FIFO
 /// or SIEVE; W-TinyLFU's sketch adds about a third). Reads and writes
 /// are O(1) and allocate nothing once the cache is full. See the README for measured figures.
+///
+/// ## Hashing
+/// Keys of the standard integer types (`Int`, `UInt32`, …) are hashed by CacheKit itself, with
+/// seeded multiplications a few times cheaper than `Hasher`; the seed is drawn once per process
+/// (fixed when `SWIFT_DETERMINISTIC_HASHING` is set). That protects less against keys chosen to
+/// collide than `Hasher`'s SipHash. If an adversary picks your integer keys, wrap them in a key
+/// type of your own: every other key type is hashed by its `Hashable` conformance.
 public final class Cache<Key: Hashable, Value> {
     @usableFromInline let lock = Mutex<Void>(())
     @usableFromInline let state: UnsafeMutablePointer<_CacheState<Key, Value>>
