@@ -1,3 +1,4 @@
+import CacheKit
 import CacheKitSimulator
 import Synchronization
 
@@ -17,8 +18,10 @@ import Synchronization
 ///   `Dictionary`'s 34.3 (CacheKit's layout takes 33.2, 0.97x).
 ///
 /// Both use linear probing with backward-shift deletion and a circular doubly linked list
-/// (`head` is the most recent entry, its `prev` the least recent). Each is checked against a
-/// reference model before it is measured (`LRUSketchCheck`).
+/// (`head` is the most recent entry, its `prev` the least recent), and hash keys as CacheKit
+/// hashes `Int` keys (`sketchHash`; until session 21 they used `hashValue`, SipHash, as the
+/// engine did then). Each is checked against a reference model before it is measured
+/// (`LRUSketchCheck`).
 struct SketchRecord {
     var key: Int
     var value: Int
@@ -68,6 +71,13 @@ struct SketchList {
     func last(_ records: UnsafeMutablePointer<SketchRecord>) -> Int32 { records[Int(head)].prev }
 }
 
+/// The hash both sketches take of a key: CacheKit's own for `Int` keys, so that they differ from
+/// the engine in layout and features only.
+/// `seed` is `_KeyHash.processSeed`, which each sketch copies (a global is read through its
+/// lazy initializer's check, as the engine's stored copy avoids too).
+@inline(__always)
+func sketchHash(_ key: Int, _ seed: _KeyHash.Seed) -> Int { _KeyHash.hash(key, seed: seed) }
+
 /// The smallest power of two of buckets that keeps `capacity` entries at a load of 3/4 or less.
 func sketchBucketCount(_ capacity: Int) -> Int {
     var count = 1
@@ -85,6 +95,7 @@ final class SlotSketch: BenchTarget {
     private let buckets: UnsafeMutablePointer<UInt32>
     private let mask: Int
     private let capacity: Int
+    private let seed = _KeyHash.processSeed
     private var list = SketchList()
     private(set) var count = 0
 
@@ -116,7 +127,7 @@ final class SlotSketch: BenchTarget {
     }
 
     func get(_ key: Int) -> Int? {
-        let bucket = find(key, hash: key.hashValue)
+        let bucket = find(key, hash: sketchHash(key, seed))
         guard bucket >= 0 else { return nil }
         let slot = Int32(buckets[bucket] & 0xFF_FFFF) - 1
         list.touch(slot, records)
@@ -140,7 +151,7 @@ final class SlotSketch: BenchTarget {
     }
 
     func set(_ value: Int, _ key: Int) {
-        let hash = key.hashValue
+        let hash = sketchHash(key, seed)
         var bucket = find(key, hash: hash)
         if bucket >= 0 {
             let slot = Int32(buckets[bucket] & 0xFF_FFFF) - 1
@@ -152,7 +163,7 @@ final class SlotSketch: BenchTarget {
         if count == capacity {
             slot = list.last(records)
             let victim = records[Int(slot)].key
-            removeBucket(find(victim, hash: victim.hashValue))
+            removeBucket(find(victim, hash: sketchHash(victim, seed)))
             list.unlink(slot, records)
             bucket = find(key, hash: hash)
         } else {
@@ -176,6 +187,7 @@ final class InlineSketch: BenchTarget {
     private let control: UnsafeMutablePointer<UInt16>
     private let mask: Int
     private let capacity: Int
+    private let seed = _KeyHash.processSeed
     private var list = SketchList()
     private(set) var count = 0
 
@@ -212,7 +224,7 @@ final class InlineSketch: BenchTarget {
     }
 
     func get(_ key: Int) -> Int? {
-        let bucket = find(key, hash: key.hashValue)
+        let bucket = find(key, hash: sketchHash(key, seed))
         guard bucket >= 0 else { return nil }
         list.touch(Int32(bucket), records)
         return records[bucket].value
@@ -228,7 +240,7 @@ final class InlineSketch: BenchTarget {
         while control[j] != 0 {
             let word = control[j]
             var displacement = Int(word & 15) - 1
-            if displacement == 14 { displacement = (j - records[j].key.hashValue & mask) & mask }
+            if displacement == 14 { displacement = (j - sketchHash(records[j].key, seed) & mask) & mask }
             let distance = (j - hole) & mask
             if displacement >= distance {
                 records[hole] = records[j]
@@ -253,7 +265,7 @@ final class InlineSketch: BenchTarget {
     }
 
     func set(_ value: Int, _ key: Int) {
-        let hash = key.hashValue
+        let hash = sketchHash(key, seed)
         var bucket = find(key, hash: hash)
         if bucket >= 0 {
             records[bucket].value = value

@@ -21,11 +21,12 @@
 /// SipHash does (as `foldhash` says of itself). A cache keyed by integers that an adversary
 /// picks can wrap them in a type of its own whose `hash(into:)` combines the integer: such a key
 /// is hashed by `Hasher`.
-@usableFromInline
-enum _KeyHash {
+///
+/// Public only so that `cachekit bench`'s minimal sketches can hash as the engine does; not API
+/// (see the README's "Public API").
+public enum _KeyHash {
     /// The two seed words of this process (see the type's notes).
-    @usableFromInline
-    static let processSeed = Seed(
+    public static let processSeed = Seed(
         mask: UInt64(truncatingIfNeeded: 0x6361_6368_656B_6974.hashValue),
         multiplier: UInt64(truncatingIfNeeded: 0x6B65_7968_6173_6821.hashValue),
         secondMask: UInt64(truncatingIfNeeded: 0x7365_636F_6E64_2121.hashValue)
@@ -34,8 +35,7 @@ enum _KeyHash {
     /// The seed words: the key is exclusive-ored with `mask` and multiplied by `multiplier`
     /// (made odd); the folded product is exclusive-ored with `secondMask` and multiplied by a
     /// fixed odd constant.
-    @usableFromInline
-    struct Seed: Sendable {
+    public struct Seed: Sendable {
         @usableFromInline let mask: UInt64
         @usableFromInline let multiplier: UInt64
         @usableFromInline let secondMask: UInt64
@@ -69,7 +69,7 @@ enum _KeyHash {
     /// multiply or the call to `hashValue`.
     @inlinable
     @inline(__always)
-    static func hash<Key: Hashable>(_ key: Key, seed: Seed) -> Int {
+    public static func hash<Key: Hashable>(_ key: Key, seed: Seed) -> Int {
         if Key.self == Int.self { return fold(UInt64(truncatingIfNeeded: unsafeBitCast(key, to: Int.self)), seed) }
         if Key.self == UInt.self { return fold(UInt64(truncatingIfNeeded: unsafeBitCast(key, to: UInt.self)), seed) }
         if Key.self == Int64.self { return fold(UInt64(truncatingIfNeeded: unsafeBitCast(key, to: Int64.self)), seed) }
