@@ -145,6 +145,26 @@ struct EventTests {
         cache._checkInvariants()
     }
 
+    @Test(
+        "a write whose room the veto refused meets the limits if the veto is removed before its trim",
+        arguments: CacheKind.allCases
+    )
+    func vetoRemovedAfterRefusingRoom(kind: CacheKind) {
+        let cache = kind.make(Int.self, Int.self, totalCostLimit: 10)
+        let box = UncheckedBox(cache)
+        cache.veto { _, _, _ in false }
+        cache.setValue(1, forKey: 1, cost: 8)
+        // The observer hears the write after its critical section, before its trim (found by an
+        // outside review: that trim, after a refusal, used to skip even a veto-less cache).
+        cache.onActivity { activity in
+            if case .write(let key, _) = activity, key == 2 { box.cache.veto(nil) }
+        }
+        let result = cache.setValue(2, forKey: 2, cost: 8)
+        #expect(result.isStored && !result.isOverLimit)
+        #expect(cache.keys == [2] && cache.totalCost == 8)
+        cache._checkInvariants()
+    }
+
     @Test("hooks may call back into the same cache", arguments: CacheKind.allCases)
     func reentrantHooks(kind: CacheKind) {
         let cache = kind.make(Int.self, Int.self, countLimit: 3)

@@ -74,14 +74,14 @@ extension _StateHost {
     @inlinable
     func _value(forKey key: Key) -> Value? {
         let now = _timekeeper.now()
-        // Only whether an observer is installed: copying the closure out (a retain and a
-        // release, even of `nil`) cost a read more than fetching it again when there is one.
-        let (value, observed) = _withSweptState(now: now) { state, _ in
-            (state.core.value(forKey: key, now: now), state.activityObserver != nil)
+        // The observer is copied out only when one is installed: copying the optional closure
+        // unconditionally cost every read a retain and a release, even of `nil`.
+        var observer: ((CacheActivity<Key>) -> Void)?
+        let value = _withSweptState(now: now) { state, _ in
+            if state.activityObserver != nil { observer = state.activityObserver }
+            return state.core.value(forKey: key, now: now)
         }
-        if observed, let observer = _withState({ $0.activityObserver }) {
-            observer(value == nil ? .miss(key: key) : .hit(key: key))
-        }
+        if let observer { observer(value == nil ? .miss(key: key) : .hit(key: key)) }
         return value
     }
 
@@ -170,7 +170,7 @@ extension _StateHost {
         }
         let accepted = admitted && (_insertionPolicy.map { $0(key, value, cost) } ?? true)
         let now = expiresAfter == nil ? _timekeeper.now() : _timekeeper.activate()
-        var observed = false  // whether an observer is installed (see `_value(forKey:)`)
+        var observer: ((CacheActivity<Key>) -> Void)?  // copied only if installed (see `_value(forKey:)`)
         // With a veto, room for a new key is made before it is stored (as without one), so that
         // the policy picks its victims by its own rules, never weighing the new entry: the
         // write's section finds no room, changes nothing, and the trim runs outside the lock.
@@ -192,7 +192,7 @@ extension _StateHost {
                     return (.inserted, nil, false)  // nothing changed; the caller makes room and comes back
                 }
                 underLock(&state)
-                observed = state.activityObserver != nil
+                if state.activityObserver != nil { observer = state.activityObserver }
                 if let kept = Self._valueKept(insteadOf: value, forKey: key, when: condition, in: state) {
                     // A load that may not store retires all the same (if it is still the key's load).
                     if case .ifLoadCurrent(let id, _, _) = condition, state.loads[key]?.id == id {
@@ -232,8 +232,8 @@ extension _StateHost {
                 roomRefused = _makeRoom(forNewKey: key, cost: cost)
                 continue
             }
-            if observed, existing == nil, outcome != .rejected(.costExceedsLimit),
-                outcome != .rejected(.insertionPolicy), let observer = _withState({ $0.activityObserver })
+            if let observer, existing == nil, outcome != .rejected(.costExceedsLimit),
+                outcome != .rejected(.insertionPolicy)
             {
                 observer(.write(key: key, cost: cost))
             }
@@ -241,8 +241,8 @@ extension _StateHost {
             guard deferredTrim else { return (WriteResult(outcome: outcome), value) }
             if case .rejected = outcome { return (WriteResult(outcome: outcome, isOverLimit: _isOverLimit), value) }
             // After a refused attempt to make room, asking the same entries again would only
-            // repeat the refusals.
-            let isOverLimit = roomRefused ? _isOverLimit : _trimToLimits(protecting: key)
+            // repeat the refusals (but if the veto is gone meanwhile, the limits hold again).
+            let isOverLimit = _trimToLimits(protecting: key, askingVeto: !roomRefused)
             return (WriteResult(outcome: outcome, isOverLimit: isOverLimit), value)
         }
     }
@@ -495,13 +495,14 @@ extension _StateHost {
         removals.forEach(handler)
     }
 
-    /// Enforces the limits after a write that evicted nothing because a veto was installed,
-    /// asking the veto outside the critical section, or inline if the veto was removed
-    /// meanwhile. Never evicts `protectedKey`. Returns whether the cache is still over its
-    /// limits. Out of line, as the write path without a veto never comes here.
+    /// Enforces the limits after a write that evicted nothing because a veto was installed:
+    /// inline if the veto was removed meanwhile, else asking it outside the critical section
+    /// (unless `askingVeto` is false: it has just refused every candidate). Never evicts
+    /// `protectedKey`. Returns whether the cache is still over its limits. Out of line, as the
+    /// write path without a veto never comes here.
     @usableFromInline
     @inline(never)
-    func _trimToLimits(protecting protectedKey: Key) -> Bool {
+    func _trimToLimits(protecting protectedKey: Key, askingVeto: Bool) -> Bool {
         let veto = _withSweptState(now: _timekeeper.now()) { state, removals in
             let veto = state.evictionVeto
             if veto == nil {
@@ -510,7 +511,7 @@ extension _StateHost {
             }
             return veto
         }
-        guard let veto else { return _isOverLimit }
+        guard let veto, askingVeto else { return _isOverLimit }
         return _trim(askingVeto: veto, protecting: protectedKey) { $0.limits }
     }
 

@@ -38,6 +38,8 @@ protocol CacheUnderTest<Key, Value>: AnyObject {
     func onRemoval(_ handler: @escaping @Sendable (CacheRemoval<Key, Value>) -> Void)
     /// Installs (or with `nil` removes) an eviction veto.
     func veto(_ veto: (@Sendable (Key, Value, RemovalReason) -> Bool)?)
+    /// Installs an activity observer.
+    func onActivity(_ observer: @escaping @Sendable (CacheActivity<Key>) -> Void)
 }
 
 extension CacheUnderTest {
@@ -54,11 +56,13 @@ extension CacheUnderTest {
 extension Cache: CacheUnderTest {
     func onRemoval(_ handler: @escaping @Sendable (CacheRemoval<Key, Value>) -> Void) { removalHandler = handler }
     func veto(_ veto: (@Sendable (Key, Value, RemovalReason) -> Bool)?) { evictionVeto = veto }
+    func onActivity(_ observer: @escaping @Sendable (CacheActivity<Key>) -> Void) { activityObserver = observer }
 }
 
 extension SerialCache: CacheUnderTest {
     func onRemoval(_ handler: @escaping @Sendable (CacheRemoval<Key, Value>) -> Void) { removalHandler = handler }
     func veto(_ veto: (@Sendable (Key, Value, RemovalReason) -> Bool)?) { evictionVeto = veto }
+    func onActivity(_ observer: @escaping @Sendable (CacheActivity<Key>) -> Void) { activityObserver = observer }
 }
 
 /// Which cache type a parameterized test builds.
