@@ -29,8 +29,8 @@ enum Bench {
         conformance hashes with the standard library's Hasher (SipHash), as any key of a type
         of your own is; CacheKit hashes Int keys itself, more cheaply. SlotSketch and
         InlineSketch are not CacheKit: two minimal exact-LRU caches for Int
-        keys, one with CacheKit's layout (records in a slot array, an index of slot numbers), one
-        with each record inside its hash bucket, to show how much of the cost over Dictionary
+        keys that hash them as CacheKit does, one with CacheKit's layout (records in a slot
+        array, an index of slot numbers), one with each record inside its hash bucket, to show how much of the cost over Dictionary
         the layout itself takes (each is checked against a reference LRU first); a "+lock" subject
         takes a Synchronization.Mutex around each operation, as Cache does. For SharedCache the
         run prints its read cost against Cache (get-hit) and its read90 throughput on 2 threads
