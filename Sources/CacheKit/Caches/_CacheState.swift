@@ -12,7 +12,13 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var removalHandler: ((CacheRemoval<Key, Value>) -> Void)?
     /// The handler the user installed.
     @usableFromInline var userRemovalHandler: ((CacheRemoval<Key, Value>) -> Void)?
-    @usableFromInline var activityObserver: ((CacheActivity<Key>) -> Void)?
+    @usableFromInline var activityObserver: ((CacheActivity<Key>) -> Void)? {
+        didSet { isObserved = activityObserver != nil }
+    }
+    /// Whether `activityObserver` is set, kept apart from it: code that copies the observer out
+    /// only `if activityObserver != nil` was compiled to an unconditional copy (copying `nil`
+    /// is the same as not copying), a retain and a release on every call.
+    @usableFromInline var isObserved = false
     @usableFromInline var evictionVeto: ((Key, Value, RemovalReason) -> Bool)?
     @usableFromInline var memoryPressureAction: MemoryPressureAction
     /// Loads in flight (`Cache.value(forKey:loader:)`), by key: each holds the shared `Task`.

@@ -78,7 +78,7 @@ extension _StateHost {
         // unconditionally cost every read a retain and a release, even of `nil`.
         var observer: ((CacheActivity<Key>) -> Void)?
         let value = _withSweptState(now: now) { state, _ in
-            if state.activityObserver != nil { observer = state.activityObserver }
+            if state.isObserved { observer = state.activityObserver }
             return state.core.value(forKey: key, now: now)
         }
         if let observer { observer(value == nil ? .miss(key: key) : .hit(key: key)) }
@@ -192,7 +192,7 @@ extension _StateHost {
                     return (.inserted, nil, false)  // nothing changed; the caller makes room and comes back
                 }
                 underLock(&state)
-                if state.activityObserver != nil { observer = state.activityObserver }
+                if state.isObserved { observer = state.activityObserver }
                 if let kept = Self._valueKept(insteadOf: value, forKey: key, when: condition, in: state) {
                     // A load that may not store retires all the same (if it is still the key's load).
                     if case .ifLoadCurrent(let id, _, _) = condition, state.loads[key]?.id == id {
