@@ -66,6 +66,31 @@ struct KeyHashTests {
         #expect(differing.count > 60)
     }
 
+    @Test("the types the engine skips storing hashes for are exactly those hashed by the folded multiplies")
+    func hashesItselfAgreesWithHash() {
+        func check<T: FixedWidthInteger & Hashable>(_: T.Type) {
+            #expect(_KeyHash.hashesItself(T.self), "\(T.self)")
+            // Hashed here, not by `hashValue` (a different function of the same bits).
+            let differing = (0..<16).filter {
+                _KeyHash.hash(T(truncatingIfNeeded: $0)) != T(truncatingIfNeeded: $0).hashValue
+            }
+            #expect(differing.count > 12, "\(T.self)")
+        }
+        check(Int.self)
+        check(UInt.self)
+        check(Int64.self)
+        check(UInt64.self)
+        check(Int32.self)
+        check(UInt32.self)
+        check(Int16.self)
+        check(UInt16.self)
+        check(Int8.self)
+        check(UInt8.self)
+        #expect(!_KeyHash.hashesItself(String.self))
+        #expect(!_KeyHash.hashesItself(Double.self))
+        #expect(!_KeyHash.hashesItself(PlacedKey.self))
+    }
+
     @Test("keys of other types are hashed by their own Hashable conformance")
     func otherTypes() {
         #expect(_KeyHash.hash("a key") == "a key".hashValue)

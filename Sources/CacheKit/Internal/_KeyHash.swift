@@ -49,7 +49,8 @@ public enum _KeyHash {
     }
 
     /// Whether keys of `type` are hashed here (by the folded multiplies, a dozen instructions)
-    /// rather than by their own `Hashable` conformance.
+    /// rather than by their own `Hashable` conformance. The same ten types as
+    /// `hash(_:seed:)` tests for (`KeyHashTests` checks that the two agree).
     @inlinable
     static func hashesItself<Key>(_ type: Key.Type) -> Bool {
         type == Int.self || type == UInt.self || type == Int64.self || type == UInt64.self || type == Int32.self
