@@ -405,14 +405,7 @@ extension _StateHost {
     /// Sets a limit and enforces it at once.
     @inlinable
     func _setLimit(_ apply: (inout _Core<Key, Value>) -> Void) {
-        // Swept first: an expired entry leaves as expired, and never makes a live one go.
-        let veto = _withSweptState(now: _timekeeper.now()) { state, removals in
-            apply(&state.core)
-            let veto = state.evictionVeto
-            if veto == nil { state.core.trim(to: state.core.limits, protecting: -1, removals: &removals) }
-            return veto
-        }
-        if let veto { _ = _trim(askingVeto: veto, protecting: nil) { $0.limits } }
+        _ = _trimToLimits(protecting: nil, askingVeto: true, after: apply)
     }
 
     @inlinable
@@ -495,23 +488,30 @@ extension _StateHost {
         removals.forEach(handler)
     }
 
-    /// Enforces the limits after a write that evicted nothing because a veto was installed:
-    /// inline if the veto was removed meanwhile, else asking it outside the critical section
-    /// (unless `askingVeto` is false: it has just refused every candidate). Never evicts
-    /// `protectedKey`. Returns whether the cache is still over its limits. Out of line, as the
-    /// write path without a veto never comes here.
+    /// Enforces the limits after `change` (run first, in the same critical section): a new
+    /// limit, or nothing after a write that evicted nothing because a veto was installed. Inline
+    /// when no veto is installed (or it was removed meanwhile), else asking it outside the
+    /// critical section (unless `askingVeto` is false: it has just refused every candidate).
+    /// Never evicts `protectedKey`. Returns whether the cache is still over its limits. Out of
+    /// line: neither a limit change nor a write with a veto is on the hot path.
     @usableFromInline
     @inline(never)
-    func _trimToLimits(protecting protectedKey: Key, askingVeto: Bool) -> Bool {
-        let veto = _withSweptState(now: _timekeeper.now()) { state, removals in
+    func _trimToLimits(
+        protecting protectedKey: Key?,
+        askingVeto: Bool,
+        after change: (inout _Core<Key, Value>) -> Void = { _ in }
+    ) -> Bool {
+        // Swept first: an expired entry leaves as expired, and never makes a live one go.
+        let (veto, isOverLimit) = _withSweptState(now: _timekeeper.now()) { state, removals in
+            change(&state.core)
             let veto = state.evictionVeto
             if veto == nil {
-                let protected = state.core.slot(of: protectedKey)
+                let protected = protectedKey.map { state.core.slot(of: $0) } ?? -1
                 state.core.trim(to: state.core.limits, protecting: protected, removals: &removals)
             }
-            return veto
+            return (veto, state.core.isOverLimit)
         }
-        guard let veto, askingVeto else { return _isOverLimit }
+        guard let veto, askingVeto else { return isOverLimit }
         return _trim(askingVeto: veto, protecting: protectedKey) { $0.limits }
     }
 
