@@ -313,6 +313,36 @@ struct SharedCacheTests {
         #expect(!idle.contains(1) && idle.peekValue(forKey: 1) == nil)
     }
 
+    @Test("a queued write that its cost will have rejected still sets the deadlines' floor, queued and applied alike")
+    func rejectedWriteFloor() {
+        // Found by an outside review (session 23): readers counted a rejected write's time in the
+        // floor, and the drain did not, so a read answered from the queue with a value that the
+        // drain then dropped as expired.
+        let second: Int64 = 1_000_000_000
+        for cacheExpires in [true, false] {
+            let clock = ManualClock()
+            let cache = SharedCache<Int, Int>(
+                totalCostLimit: 10,
+                expiration: cacheExpires ? .afterWrite(.seconds(10)) : .never,
+                clock: clock
+            )
+            cache._drainsInBackground.store(false, ordering: .relaxed)
+            _ = cache._timekeeper.activate()
+            // Without expiry of its own, the cache gets it from the writes' own time to live.
+            let timeToLive: Int64? = cacheExpires ? nil : 10 * second
+            cache._enqueue(.set(1, 1, cost: 100, timeToLive: timeToLive, now: 5 * second, hash: _KeyHash.hash(1)))
+            cache._enqueue(.set(2, 2, cost: 0, timeToLive: timeToLive, now: 1 * second, hash: _KeyHash.hash(2)))
+            clock.advance(by: .seconds(12))
+            // Key 2's deadline counts from 5 s (the floor the rejected write left), not 1 s.
+            #expect(cache.peekValue(forKey: 2) == 2, "queued, cache expires: \(cacheExpires)")
+            cache.flush()
+            #expect(cache.peekValue(forKey: 2) == 2, "applied, cache expires: \(cacheExpires)")
+            #expect(cache.peekValue(forKey: 1) == nil)
+            clock.advance(by: .seconds(3))
+            #expect(cache.peekValue(forKey: 2) == nil)
+        }
+    }
+
     @Test("a queued write answers with its time to live, the cache's or its own, on the injected clock")
     func queuedWritesExpire() {
         let clock = ManualClock()

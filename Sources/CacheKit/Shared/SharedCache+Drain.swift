@@ -353,7 +353,13 @@ extension SharedCache {
             removals: &removed
         )
         collect(removed, into: &removals)
-        if case .rejected = outcome { return }
+        if case .rejected = outcome {
+            // Readers counted this write's time in the floor of the writes queued after it
+            // (`_PendingWrites.index`), as they cannot know the cost limit it will meet; the
+            // drain counts it too, so that a queued write answers as it will once applied.
+            if let expiry = _state.pointee.core.expiry { expiry.pointee.latest = Swift.max(expiry.pointee.latest, now) }
+            return
+        }
         changeLog?.didSet(key, value)
     }
 
