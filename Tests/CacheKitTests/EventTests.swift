@@ -146,6 +146,58 @@ struct EventTests {
     }
 
     @Test(
+        "once the veto that kept a cache over its limits is gone, the next write of any kind meets them",
+        arguments: CacheKind.allCases
+    )
+    func limitsHoldAgainAfterTheVeto(kind: CacheKind) {
+        // Found by an outside review (session 23): a replacement or a rejected write left the
+        // cache over its count limit and reported it was not.
+        for write in ["replace", "rejected for cost", "new key"] {
+            let cache = kind.make(Int.self, Int.self, countLimit: 2, totalCostLimit: 10, policy: .lru)
+            cache.veto { _, _, _ in false }
+            for key in 1...3 { cache[key] = key }
+            #expect(cache.isOverLimit && cache.count == 3)
+            cache.veto(nil)
+            let result =
+                switch write {
+                case "replace": cache.setValue(30, forKey: 3)
+                case "rejected for cost": cache.setValue(4, forKey: 4, cost: 11)
+                default: cache.setValue(4, forKey: 4)
+                }
+            #expect(cache.count == 2 && !cache.isOverLimit, "\(write)")
+            #expect(!result.isOverLimit, "\(write)")
+            cache._checkInvariants()
+        }
+    }
+
+    @Test(
+        "an approved eviction happens only while the cache is over its limits as they are once the veto has answered",
+        arguments: CacheKind.allCases
+    )
+    func approvalsMeetTheCurrentLimit(kind: CacheKind) {
+        // Found by an outside review (session 23): the eviction went by the target worked out
+        // before the veto was asked, though the veto had raised the limit meanwhile.
+        let cache = kind.make(Int.self, Int.self, countLimit: 2, policy: .lru)
+        let box = UncheckedBox(cache)
+        let log = RemovalLog<Int, Int>()
+        cache.onRemoval(log.append)
+        let first = Locked(true)
+        cache.veto { _, _, _ in
+            if first.mutate({ first in
+                defer { first = false }
+                return first
+            }) {
+                box.cache.countLimit = 10
+            }
+            return true
+        }
+        for key in 1...3 { cache[key] = key }
+        #expect(cache.countLimit == 10 && cache.count == 3)
+        #expect(log.all.isEmpty)
+        cache._checkInvariants()
+    }
+
+    @Test(
         "a write whose room the veto refused meets the limits if the veto is removed before its trim",
         arguments: CacheKind.allCases
     )

@@ -41,6 +41,24 @@ struct LimitsTests {
         #expect(cache.setValue(3, forKey: "k", cost: 10).isStored, "a cost equal to the limit fits")
     }
 
+    @Test(
+        "a replacement whose total fits the limit never overflows on the way, with a limit above Int.max / 2",
+        arguments: CacheKind.allCases
+    )
+    func replaceNearIntMax(kind: CacheKind) {
+        // Found by an outside review (session 23): the new cost was counted before the others
+        // went, so the total passed Int.max and trapped, though the result fits.
+        for limit in [Int.max, Int.max / 2 + 10] {
+            let cache = kind.make(Int.self, Int.self, totalCostLimit: limit, policy: .lru)
+            cache.setValue(1, forKey: 1, cost: limit - 5)
+            cache.setValue(2, forKey: 2, cost: 5)  // the total is the limit
+            let result = cache.setValue(3, forKey: 2, cost: limit)  // alone it fits: key 1 goes
+            #expect(result.isStored && !result.isOverLimit)
+            #expect(cache.keys == [2] && cache.totalCost == limit)
+            cache._checkInvariants()
+        }
+    }
+
     @Test("lowering a limit evicts at once; raising it keeps everything", arguments: allConfigurations)
     func changingLimits(kind: CacheKind, policy: EvictionPolicy) {
         let cache = kind.make(Int.self, Int.self, policy: policy)

@@ -212,7 +212,11 @@ extension _StateHost {
                 }
                 guard accepted else {
                     if let old = state.core.removeValue(forKey: key, reason: .replaced) { removals.append(old) }
-                    return (.rejected(.insertionPolicy), nil, false)
+                    // Over the limits only if a veto kept entries: with it gone they hold again.
+                    if state.evictionVeto == nil && state.core.isOverLimit {
+                        state.core.trim(to: state.core.limits, protecting: -1, removals: &removals)
+                    }
+                    return (.rejected(.insertionPolicy), nil, state.evictionVeto != nil)
                 }
                 if expiresAfter != nil { state.core.enableExpiry() }
                 let deferredTrim = state.evictionVeto != nil
@@ -592,7 +596,9 @@ extension _StateHost {
                 continue
             }
             _withSweptState(now: _timekeeper.now()) { state, removals in
-                state.core.evict(approved, target: goal, removals: &removals)
+                // The target as it is now: the veto, unlocked, may have changed a limit (or
+                // another thread may have), and an approval is no reason to go below it.
+                state.core.evict(approved, target: target(state.core), removals: &removals)
             }
         }
         let isOverLimit = _withSweptState {

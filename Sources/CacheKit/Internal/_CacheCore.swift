@@ -212,21 +212,32 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         let found = index.find(key, hash: hash, entries: entries)
         if totalCostLimit > 0 && cost > totalCostLimit {
             if found.slot >= 0 { removals.append(removeSlot(found.slot, reason: .replaced)) }
+            // Over the limits only if a veto kept entries and is gone now: they hold again.
+            if evictInline && isOverLimit { trim(to: limits, protecting: -1, removals: &removals) }
             return .rejected(.costExceedsLimit)
         }
         if found.slot >= 0 {
             let s = Int(found.slot)
             var old = value
             swap(&entries[s].value, &old)  // moves the old value out; nothing is destroyed here
-            setCost(cost, at: s)
             bumpGeneration(s, by: 2)  // still live: the generation stays odd
             policy.didUpdate(found.slot, links: links)
             if let expiry { expiry.pointee.didWrite(found.slot, now: now, timeToLive: timeToLive) }
             stats.recordRemovals(.replaced)
             removals.append(CacheRemoval(key: entries[s].key, value: old, reason: .replaced))
-            if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit {
-                trim(to: limits, protecting: found.slot, removals: &removals)
+            if evictInline && totalCostLimit > 0 && totalCost - self.cost(at: found.slot) > totalCostLimit - cost {
+                // Room for the new cost first, as for a new key: counted before the others go,
+                // a total within the limit could pass Int.max on the way (a limit above half of it).
+                setCost(0, at: s)
+                trim(
+                    to: _TrimTarget(maxCount: .max, maxCost: totalCostLimit - cost),
+                    protecting: found.slot,
+                    removals: &removals
+                )
             }
+            setCost(cost, at: s)
+            // Over the limits only if a veto kept entries and is gone now: they hold again.
+            if evictInline && isOverLimit { trim(to: limits, protecting: found.slot, removals: &removals) }
             return .replaced
         }
         return insertNew(
