@@ -213,7 +213,7 @@ extension _StateHost {
                 guard accepted else {
                     if let old = state.core.removeValue(forKey: key, reason: .replaced) { removals.append(old) }
                     // Over the limits only if a veto kept entries: with it gone they hold again.
-                    if state.evictionVeto == nil && state.core.isOverLimit {
+                    if state.evictionVeto == nil {
                         state.core.trim(to: state.core.limits, protecting: -1, removals: &removals)
                     }
                     return (.rejected(.insertionPolicy), nil, state.evictionVeto != nil)

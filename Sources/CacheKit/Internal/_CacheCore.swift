@@ -213,7 +213,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         if totalCostLimit > 0 && cost > totalCostLimit {
             if found.slot >= 0 { removals.append(removeSlot(found.slot, reason: .replaced)) }
             // Over the limits only if a veto kept entries and is gone now: they hold again.
-            if evictInline && isOverLimit { trim(to: limits, protecting: -1, removals: &removals) }
+            if evictInline { trim(to: limits, protecting: -1, removals: &removals) }
             return .rejected(.costExceedsLimit)
         }
         if found.slot >= 0 {
@@ -237,7 +237,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             }
             setCost(cost, at: s)
             // Over the limits only if a veto kept entries and is gone now: they hold again.
-            if evictInline && isOverLimit { trim(to: limits, protecting: found.slot, removals: &removals) }
+            if evictInline { trim(to: limits, protecting: found.slot, removals: &removals) }
             return .replaced
         }
         return insertNew(
