@@ -29,8 +29,12 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
     ],
     targets: [
+        // A prefetch hint for the engine (C, header-only): Swift has none of its own. Built by the
+        // toolchain like the rest, so CacheKit still depends on nothing outside it.
+        .target(name: "_CacheKitShims"),
         .target(
             name: "CacheKit",
+            dependencies: ["_CacheKitShims"],
             swiftSettings: internalChecks
         ),
         // Trace reading, synthetic workloads, replay and the OPT bound: what `cachekit simulate`

@@ -1,4 +1,5 @@
 import Synchronization
+import _CacheKitShims
 
 /// A thread-safe, bounded key-value cache: `NSCache` done right.
 ///
@@ -52,6 +53,15 @@ public final class Cache<Key: Hashable, Value> {
     /// ThreadSanitizer's annotations, copied here so the lock path reads a field, not a lazy global.
     @usableFromInline let tsanAcquire = _ThreadSanitizer.acquire
     @usableFromInline let tsanRelease = _ThreadSanitizer.release
+    /// Where the index's buckets are (their address and `mask`), copied out of the state after
+    /// each critical section that moved them, so that a read or write can prefetch its key's
+    /// bucket before it takes the lock (see `_prefetchIndex`). Relaxed atomics, read outside
+    /// the lock: the two may be a moment out of date or out of step, which costs a wasted
+    /// prefetch and nothing else, since a prefetch never faults.
+    @usableFromInline let _bucketsAddress = Atomic<UInt>(0)
+    @usableFromInline let _bucketsMask = Atomic<Int>(0)
+    /// `_KeyHash.processSeed`, copied (reading the global costs a call).
+    @usableFromInline let _seed = _KeyHash.processSeed
     @usableFromInline let _timekeeper: _Timekeeper
     @usableFromInline let _insertionPolicy: ((Key, Value, Int) -> Bool)?
     /// The background sweep (``Expiration/sweepInterval``), cancelled when the cache goes.
@@ -97,6 +107,7 @@ public final class Cache<Key: Hashable, Value> {
         )
         _timekeeper = _Timekeeper(clock, active: expiration.isActive)
         _insertionPolicy = insertionPolicy
+        _publishBuckets()
         if let interval = expiration.sweepInterval { sweeper = _startSweeping(every: interval) }
     }
 
@@ -336,6 +347,31 @@ extension Cache: _StateHost {
             tsanRelease?(state)
             lock._unsafeUnlock()
         }
-        return try body(&state.pointee)
+        let result = try body(&state.pointee)
+        _publishBuckets()
+        return result
+    }
+
+    /// Copies the index's address and mask out for `_prefetchIndex` if they changed (the index
+    /// grew or was replaced). Under the lock.
+    @inlinable
+    @inline(__always)
+    func _publishBuckets() {
+        let address = UInt(bitPattern: state.pointee.core.index.buckets)
+        guard _bucketsAddress.load(ordering: .relaxed) != address else { return }
+        _bucketsAddress.store(address, ordering: .relaxed)
+        _bucketsMask.store(state.pointee.core.index.mask, ordering: .relaxed)
+    }
+
+    /// Prefetches `key`'s index bucket, so that loading it overlaps with taking the lock, which
+    /// waits for the memory operations before it. Only for keys CacheKit hashes itself: hashing
+    /// costs a few instructions there, but a whole `Hasher` run for other keys.
+    @inlinable
+    @inline(__always)
+    func _prefetchIndex(for key: Key) {
+        guard _KeyHash.hashesItself(Key.self) else { return }
+        let bucket = _KeyHash.hash(key, seed: _seed) & _bucketsMask.load(ordering: .relaxed)
+        let address = _bucketsAddress.load(ordering: .relaxed) &+ UInt(bitPattern: bucket) &* 4
+        _cachekit_prefetch(UnsafeRawPointer(bitPattern: address))
     }
 }

@@ -249,6 +249,11 @@ extension SerialCache: _StateHost {
         try body(&state.pointee)
     }
 
+    /// Nothing: with no lock to take first, the engine's own load of the bucket comes as early.
+    @inlinable
+    @inline(__always)
+    func _prefetchIndex(for key: Key) {}
+
     /// Whether a replay may go straight to the engine: nothing (expiry, a removal handler, an
     /// eviction veto, an activity observer, an insertion policy) needs the two-call path.
     @inlinable
@@ -299,4 +304,5 @@ extension SerialCache: _StateHost {
             return hits
         }
     }
+
 }

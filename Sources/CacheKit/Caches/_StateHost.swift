@@ -17,6 +17,10 @@ protocol _StateHost: AnyObject {
 
     /// Consulted before a value is stored; `nil` stores everything.
     var _insertionPolicy: ((Key, Value, Int) -> Bool)? { get }
+
+    /// Starts loading `key`'s index bucket into the CPU's cache before `_withState` is entered
+    /// (`Cache`; nothing for `SerialCache`, which takes no lock).
+    func _prefetchIndex(for key: Key)
 }
 
 /// When a store happens.
@@ -73,6 +77,7 @@ extension _StateHost {
 
     @inlinable
     func _value(forKey key: Key) -> Value? {
+        _prefetchIndex(for: key)
         let now = _timekeeper.now()
         // The observer is copied out only when one is installed: copying the optional closure
         // unconditionally cost every read a retain and a release, even of `nil`.
@@ -168,6 +173,7 @@ extension _StateHost {
         if let expiresAfter {
             precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))")
         }
+        _prefetchIndex(for: key)
         let accepted = admitted && (_insertionPolicy.map { $0(key, value, cost) } ?? true)
         let now = expiresAfter == nil ? _timekeeper.now() : _timekeeper.activate()
         var observer: ((CacheActivity<Key>) -> Void)?  // copied only if installed (see `_value(forKey:)`)

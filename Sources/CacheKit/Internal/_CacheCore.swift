@@ -1,3 +1,5 @@
+import _CacheKitShims
+
 /// The engine under every CacheKit cache: slot storage, hash index, eviction policy and limits.
 ///
 /// Not thread-safe, and it calls no one: each operation mutates the state and returns what left
@@ -305,6 +307,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
                 removals.append(removeSlot(victim, reason: .evictedForCount))
             } while count >= countLimit
             bucket = -1
+            warmNextEviction()
         }
         if evictInline && totalCostLimit > 0 && totalCost > totalCostLimit - cost {
             // And room for its cost, before it is linked: a policy picks its victims by its own
@@ -316,6 +319,7 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
                 removals.append(removeSlot(victim, reason: .evictedForCost))
             } while totalCost > totalCostLimit - cost
             bucket = -1
+            warmNextEviction()
         }
         if count >= index.maxLoad {
             growIndex()
@@ -335,6 +339,27 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
         if let expiry { expiry.pointee.didWrite(slot, now: now, timeToLive: timeToLive) }
         // No trim for cost here: room was made above (a cost above the limit never gets here).
         return .inserted
+    }
+
+    /// Starts loading what the next eviction will touch, after an eviction: the next victim's
+    /// index bucket, and the record after it in its list, whose link that eviction rewrites.
+    /// Found one after another, each a likely miss of the CPU's caches, these made up much of
+    /// a full cache's insert (and with `Cache`'s lock, the unlock waits for every load the
+    /// section started). Prefetched now, they arrive while the caller goes on, and a victim
+    /// that is read or written meanwhile only wastes the fetch. Its key is read here (for its
+    /// hash), from a record that is usually on its way already: the eviction just made it the
+    /// list's first member, writing its link.
+    ///
+    /// The prefetch is a hint to the CPU, not a memory access: it cannot fault and races with
+    /// nothing. Only for policies that name their next victim cheaply (`upcomingVictim`).
+    @inlinable
+    @inline(__always)
+    func warmNextEviction() {
+        let victim = policy.upcomingVictim(links: links)
+        guard victim >= 0 else { return }
+        _cachekit_prefetch(index.buckets + (storedHash(victim) & index.mask))
+        let after = links.next(victim)
+        if after >= 0 { _cachekit_prefetch(links.link(after)) }
     }
 
     /// Removes the entry for `key`, if any.

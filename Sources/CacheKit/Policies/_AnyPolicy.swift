@@ -248,6 +248,21 @@ enum _AnyPolicy: _EvictionPolicy {
         }
     }
 
+    /// The entry the next eviction will most likely take, where naming it costs a load or two,
+    /// or -1. LRU, FIFO and LFU evict the first member of an index-linked list, and name it;
+    /// the others, whose choice takes more work (SIEVE's hand, S3-FIFO's promotions, ARC's
+    /// balance, W-TinyLFU's admission contest), do not. Only a hint, for `warmNextEviction`.
+    @inlinable
+    @inline(__always)
+    func upcomingVictim(links: _SlotLinks) -> Int32 {
+        switch self {
+        case .lru(let p): p.firstVictim(links: links)
+        case .fifo(let p): p.firstVictim(links: links)
+        case .lfu(let p): p.firstVictim(links: links)
+        case .sieve, .s3fifo, .arc, .wtinylfu: -1
+        }
+    }
+
     @inlinable
     @inline(__always)
     func victim(after slot: Int32, links: _SlotLinks) -> Int32 {
