@@ -9,6 +9,13 @@ protocol BenchTarget {
     /// Finishes the work the fill left behind before the timed operations start (a
     /// `SharedCache` applies its queued writes); nothing for the others.
     func settle()
+    /// Starts loading what an operation on `key` will read first; `LockedTarget` calls it
+    /// before it locks, as `Cache` does. Nothing for most targets.
+    func prefetch(_ key: Int)
+}
+
+extension BenchTarget {
+    func prefetch(_ key: Int) {}
 }
 
 extension BenchTarget {

@@ -1,6 +1,7 @@
 import CacheKit
 import CacheKitSimulator
 import Synchronization
+import _CacheKitShims
 
 /// Two minimal LRU caches for `Int` keys and values, measured by `cachekit bench` beside
 /// CacheKit's caches to show where the time over `Dictionary` goes. They are not CacheKit and
@@ -21,7 +22,9 @@ import Synchronization
 /// (`head` is the most recent entry, its `prev` the least recent), and hash keys as CacheKit
 /// hashes `Int` keys (`sketchHash`; until session 21 they used `hashValue`, SipHash, as the
 /// engine did then). Each is checked against a reference model before it is measured
-/// (`LRUSketchCheck`).
+/// (`LRUSketchCheck`). Since session 24 `SlotSketch` prefetches as the engine and `Cache` do
+/// (the next victim's bucket and neighbour after an eviction; the key's bucket before
+/// `LockedTarget` locks); `InlineSketch` does not.
 struct SketchRecord {
     var key: Int
     var value: Int
@@ -114,6 +117,9 @@ final class SlotSketch: BenchTarget {
         buckets.deallocate()
     }
 
+    /// As `Cache` does before it locks (`Cache._prefetchIndex`); `buckets` never moves here.
+    func prefetch(_ key: Int) { _cachekit_prefetch(buckets + (sketchHash(key, seed) & mask)) }
+
     /// The bucket holding `key`, or the complement of the first empty bucket of its probe run.
     @inline(__always)
     private func find(_ key: Int, hash: Int) -> Int {
@@ -166,6 +172,11 @@ final class SlotSketch: BenchTarget {
             removeBucket(find(victim, hash: sketchHash(victim, seed)))
             list.unlink(slot, records)
             bucket = find(key, hash: hash)
+            // As the engine does (`_CacheCore.warmNextEviction`): the next victim's bucket and
+            // the record its unlinking rewrites.
+            let next = list.last(records)
+            _cachekit_prefetch(buckets + (sketchHash(records[Int(next)].key, seed) & mask))
+            _cachekit_prefetch(records + Int(records[Int(next)].prev))
         } else {
             slot = Int32(count)
             count += 1
@@ -345,6 +356,13 @@ final class LockedTarget<Target: BenchTarget>: BenchTarget, @unchecked Sendable 
 
     init(_ target: Target) { self.target = target }
 
-    func get(_ key: Int) -> Int? { lock.withLock { _ in target.get(key) } }
-    func set(_ value: Int, _ key: Int) { lock.withLock { _ in target.set(value, key) } }
+    func get(_ key: Int) -> Int? {
+        target.prefetch(key)
+        return lock.withLock { _ in target.get(key) }
+    }
+
+    func set(_ value: Int, _ key: Int) {
+        target.prefetch(key)
+        lock.withLock { _ in target.set(value, key) }
+    }
 }
