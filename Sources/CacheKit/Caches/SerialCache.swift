@@ -304,5 +304,4 @@ extension SerialCache: _StateHost {
             return hits
         }
     }
-
 }
