@@ -368,10 +368,12 @@ extension Cache: _StateHost {
     /// costs a few instructions there, but a whole `Hasher` run for other keys.
     @inlinable
     @inline(__always)
-    func _prefetchIndex(for key: Key) {
-        guard _KeyHash.hashesItself(Key.self) else { return }
-        let bucket = _KeyHash.hash(key, seed: _seed) & _bucketsMask.load(ordering: .relaxed)
+    func _prefetchIndex(for key: Key) -> Int? {
+        guard _KeyHash.hashesItself(Key.self) else { return nil }
+        let hash = _KeyHash.hash(key, seed: _seed)
+        let bucket = hash & _bucketsMask.load(ordering: .relaxed)
         let address = _bucketsAddress.load(ordering: .relaxed) &+ UInt(bitPattern: bucket) &* 4
         _cachekit_prefetch(UnsafeRawPointer(bitPattern: address))
+        return hash
     }
 }

@@ -252,7 +252,7 @@ extension SerialCache: _StateHost {
     /// Nothing: with no lock to take first, the engine's own load of the bucket comes as early.
     @inlinable
     @inline(__always)
-    func _prefetchIndex(for key: Key) {}
+    func _prefetchIndex(for key: Key) -> Int? { nil }
 
     /// Whether a replay may go straight to the engine: nothing (expiry, a removal handler, an
     /// eviction veto, an activity observer, an insertion policy) needs the two-call path.

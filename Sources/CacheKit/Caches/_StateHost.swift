@@ -19,8 +19,9 @@ protocol _StateHost: AnyObject {
     var _insertionPolicy: ((Key, Value, Int) -> Bool)? { get }
 
     /// Starts loading `key`'s index bucket into the CPU's cache before `_withState` is entered
-    /// (`Cache`; nothing for `SerialCache`, which takes no lock).
-    func _prefetchIndex(for key: Key)
+    /// (`Cache`; nothing for `SerialCache`, which takes no lock). Returns the key's hash
+    /// (`_CacheCore.hash(of:)`) if it took it, so that the engine need not take it again.
+    func _prefetchIndex(for key: Key) -> Int?
 }
 
 /// When a store happens.
@@ -77,14 +78,14 @@ extension _StateHost {
 
     @inlinable
     func _value(forKey key: Key) -> Value? {
-        _prefetchIndex(for: key)
+        let hash = _prefetchIndex(for: key)
         let now = _timekeeper.now()
         // The observer is copied out only when one is installed: copying the optional closure
         // unconditionally cost every read a retain and a release, even of `nil`.
         var observer: ((CacheActivity<Key>) -> Void)?
         let value = _withSweptState(now: now) { state, _ in
             if state.isObserved { observer = state.activityObserver }
-            return state.core.value(forKey: key, now: now)
+            return state.core.value(forKey: key, hash: hash, now: now)
         }
         if let observer { observer(value == nil ? .miss(key: key) : .hit(key: key)) }
         return value
@@ -173,7 +174,7 @@ extension _StateHost {
         if let expiresAfter {
             precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))")
         }
-        _prefetchIndex(for: key)
+        let hash = _prefetchIndex(for: key)
         let accepted = admitted && (_insertionPolicy.map { $0(key, value, cost) } ?? true)
         let now = expiresAfter == nil ? _timekeeper.now() : _timekeeper.activate()
         var observer: ((CacheActivity<Key>) -> Void)?  // copied only if installed (see `_value(forKey:)`)
@@ -229,6 +230,7 @@ extension _StateHost {
                 let outcome = state.core.setValue(
                     value,
                     forKey: key,
+                    hash: hash,
                     cost: cost,
                     now: now,
                     timeToLive: expiresAfter?._nanoseconds,

@@ -161,9 +161,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     /// its deadline; `now` is the time in nanoseconds, or -1 when unknown).
     ///
     /// Expects expired entries to have been removed (`removeExpired(now:removals:)`).
+    /// `knownHash`: the key's hash (`hash(of:)`), when the caller took it already.
     @inlinable
-    mutating func value(forKey key: Key, now: Int64 = -1) -> Value? {
-        let slot = self.slot(of: key)
+    mutating func value(forKey key: Key, hash knownHash: Int? = nil, now: Int64 = -1) -> Value? {
+        let slot = self.slot(of: key, hash: knownHash ?? hash(of: key))
         stats.recordRequest(hit: slot >= 0)
         guard slot >= 0 else { return nil }
         policy.didAccess(slot, links: links)
@@ -239,7 +240,9 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
             }
             setCost(cost, at: s)
             // Over the limits only if a veto kept entries and is gone now: they hold again.
-            if evictInline { trim(to: limits, protecting: found.slot, removals: &removals) }
+            // (Checked here, inline: calling `trim` to find nothing to do cost every replace
+            // about 50 instructions.)
+            if evictInline && isOverLimit { trim(to: limits, protecting: found.slot, removals: &removals) }
             return .replaced
         }
         return insertNew(
