@@ -186,6 +186,26 @@ struct AdaptivePolicyTests {
         for (b, a) in zip(before, after) { #expect(a == b / 2) }
     }
 
+    @Test("the sketch keeps a key's four counters in one 64-byte block, at the block's start")
+    func sketchBlocks() {
+        var sketch = _FrequencySketch(capacity: 1_000)
+        defer { sketch.deallocate() }
+        let words = sketch.wordCount
+        var rng = SeededGenerator(seed: 25)
+        for _ in 0..<2_000 {  // below the sample size (2,500): no aging, which changes every word
+            let h = UInt32.random(in: 0...UInt32.max, using: &rng)
+            let before = Array(UnsafeBufferPointer(start: sketch.table, count: words))
+            let (block, _) = sketch.place(h)
+            #expect(block % 8 == 0 && block + 8 <= words)
+            sketch.increment(h)
+            let changed = (0..<words).filter { sketch.table[$0] != before[$0] }
+            // Up to four words change (fewer when two rows share a word or a counter is full),
+            // all inside the key's block: one cache line.
+            #expect(changed.count <= 4)
+            #expect(changed.allSatisfy { $0 >= block && $0 < block + 8 }, "hash \(h): words \(changed)")
+        }
+    }
+
     @Test(
         "W-TinyLFU sizes its sketch by what the cache holds when the limit is large, and keeps counting through growth"
     )
