@@ -42,6 +42,11 @@ extension _StateHost {
     func _handleMemoryPressure(_ action: MemoryPressureAction) {
         let veto = _withState { $0.evictionVeto }
         if let veto {
+            // The count to keep is taken once, from the count when the pressure came: each round
+            // of the trim below asks the veto outside the lock, and a fraction taken again of
+            // what a round left would trim further each time (a half of a half...). Entries
+            // written meanwhile count against the same target, so the cache ends at most at it,
+            // as a trim without a veto leaves it.
             let kept = _withSweptState { action.keptCount(of: $0.core.count) }
             let target = _TrimTarget(maxCount: kept, maxCost: .max, reason: .memoryPressure)
             _ = _trim(askingVeto: veto, protecting: nil) { _ in target }

@@ -92,7 +92,10 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
     )
     /// Writes issued and not yet applied; reads that are not of one key check it to decide
-    /// whether to drain first (a read of one key asks `_pendingKeys`).
+    /// whether to drain first (a read of one key asks `_pendingKeys`). It also counts the
+    /// `.access` records that reads answered from the queue leave behind (added under the
+    /// queue's lock with the record, subtracted with the writes a drain takes), so a read of
+    /// several keys may drain only such records: wasted work, never a wrong answer.
     @usableFromInline let _pendingCount = Atomic<Int>(0)
     /// Held to replay buffered reads into the policy (alone: readers go on) and by every drain
     /// (inside the exclusive lock); see `_maintain()`.
