@@ -9,7 +9,7 @@ enum Bench {
     static let subjects = [
         "SerialCache", "Cache", "Cache+ttl", "Cache-stats", "Cache-noevict", "Cache-hasher", "SharedCache",
         "SharedCache-unbounded",
-        "Dictionary", "Dictionary+lock", "NSCache", "SlotSketch", "SlotSketch+lock", "InlineSketch",
+        "Dictionary", "Dictionary+lock", "NSCache", "SlotSketch", "SlotSketch+lock", "SlotSketch+spin", "InlineSketch",
         "InlineSketch+lock",
     ]
 
@@ -32,7 +32,9 @@ enum Bench {
         keys that hash them as CacheKit does, one with CacheKit's layout (records in a slot
         array, an index of slot numbers), one with each record inside its hash bucket, to show how much of the cost over Dictionary
         the layout itself takes (each is checked against a reference LRU first); a "+lock" subject
-        takes a Synchronization.Mutex around each operation, as Cache does. For SharedCache the
+        takes a Synchronization.Mutex around each operation, as Cache does, and SlotSketch+spin
+        a spin lock whose unlock is a plain store (a measurement of what the Mutex's unlock
+        costs, not a lock to use). For SharedCache the
         run prints its read cost against Cache (get-hit) and its read90 throughput on 2 threads
         against 1; SharedCache-unbounded is SharedCache with no limit (YMCache's default), so no
         policy hears its reads (its policy column is empty); it runs get-hit, get-miss and read90.
@@ -233,6 +235,7 @@ enum Bench {
             single("Dictionary+lock") { LockedTarget(DictionaryTarget(boundedTo: bounded)) }
             single("SlotSketch") { SlotSketch(capacity: capacity) }
             single("SlotSketch+lock") { LockedTarget(SlotSketch(capacity: capacity)) }
+            single("SlotSketch+spin") { SpinLockedTarget(SlotSketch(capacity: capacity)) }
             single("InlineSketch") { InlineSketch(capacity: capacity) }
             single("InlineSketch+lock") { LockedTarget(InlineSketch(capacity: capacity)) }
             // Unbounded, it would grow without end on set-evict and the mix: reads only.
@@ -328,6 +331,7 @@ enum Bench {
                 ("SerialCache", "lru", "SerialCache(lru), no lock"),
                 ("SlotSketch", "", "a minimal LRU with CacheKit's layout (SlotSketch)"),
                 ("SlotSketch+lock", "", "the same behind a Mutex, as Cache (SlotSketch+lock)"),
+                ("SlotSketch+spin", "", "the same behind a spin lock, unlocked by a plain store (SlotSketch+spin)"),
                 ("InlineSketch", "", "a minimal LRU with records in the hash table (InlineSketch)"),
                 ("InlineSketch+lock", "", "the same behind a Mutex (InlineSketch+lock)"),
                 ("Dictionary+lock", "", "Dictionary behind a Mutex (Dictionary+lock)"),

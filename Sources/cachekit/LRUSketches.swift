@@ -3,6 +3,12 @@ import CacheKitSimulator
 import Synchronization
 import _CacheKitShims
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Two minimal LRU caches for `Int` keys and values, measured by `cachekit bench` beside
 /// CacheKit's caches to show where the time over `Dictionary` goes. They are not CacheKit and
 /// not API: no cost, no events, no statistics, no expiry, no policy but exact LRU, no growth
@@ -364,5 +370,44 @@ final class LockedTarget<Target: BenchTarget>: BenchTarget, @unchecked Sendable 
     func set(_ value: Int, _ key: Int) {
         target.prefetch(key)
         lock.withLock { _ in target.set(value, key) }
+    }
+}
+
+/// A target behind a test-and-test-and-set spin lock whose unlock is a releasing store, which
+/// on x86 is a plain `mov`: what `LockedTarget` would cost with a lock that, unlike
+/// `Synchronization.Mutex` (whose unlock is a locked compare-and-exchange, so that it can tell
+/// whether a waiter sleeps in the kernel), does not wait out the critical section's cache misses
+/// on the way out. A measurement, not a recommendation: a lock that never sleeps burns a core
+/// while it waits and lets a descheduled holder stall every waiter, which a general-purpose
+/// cache must not do.
+final class SpinLockedTarget<Target: BenchTarget>: BenchTarget, @unchecked Sendable {
+    // Unchecked: every access to `target` is between `lock()` and `unlock()`.
+    private let target: Target
+    private let held = Atomic<Bool>(false)
+
+    init(_ target: Target) { self.target = target }
+
+    @inline(__always)
+    private func lock() {
+        while held.exchange(true, ordering: .acquiring) {
+            while held.load(ordering: .relaxed) { sched_yield() }
+        }
+    }
+
+    @inline(__always)
+    private func unlock() { held.store(false, ordering: .releasing) }
+
+    func get(_ key: Int) -> Int? {
+        target.prefetch(key)
+        lock()
+        defer { unlock() }
+        return target.get(key)
+    }
+
+    func set(_ value: Int, _ key: Int) {
+        target.prefetch(key)
+        lock()
+        defer { unlock() }
+        target.set(value, key)
     }
 }
