@@ -512,6 +512,137 @@ struct PersistenceTests {
         #expect(Set(cache.keys) == ["a", "b", "c", "d"])
     }
 
+    @Test("a save while load() restores entries is refused, and the file keeps every entry")
+    func saveDuringLoad() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        try CachePersistence(cache: makeFilledCache(), fileURL: url).save()
+        // The insertion policy holds the restore at its first entry until released.
+        let restoring = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let first = Locked(true)
+        let cache = Cache<String, Int>(policy: .lru) { _, _, _ in
+            if first.mutate({ first in
+                defer { first = false }
+                return first
+            }) {
+                restoring.signal()
+                release.wait()
+            }
+            return true
+        }
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        let loaded = Locked<Int?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        startThread {
+            loaded.mutate { $0 = try? persistence.load() }
+            done.signal()
+        }
+        restoring.wait()
+        #expect(throws: CachePersistenceError.saveRefused(path: url.path, because: .notLoaded(path: url.path))) {
+            try persistence.save()
+        }
+        release.signal()
+        done.wait()
+        #expect(loaded.value == 4)
+        #expect(try load(url) == ["a": 1, "b": 2, "c": 3, "d": 4], "the file was not replaced meanwhile")
+        try persistence.save()  // allowed once every entry is in
+        #expect(try load(url) == ["a": 1, "b": 2, "c": 3, "d": 4])
+    }
+
+    @Test("a save whose snapshot was taken before a load restored the file is dropped, not written over it")
+    func saveOvertakenByLoad() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let format: CacheSerializer<String, Int> = .custom(identifier: "tsv-v1", encode: encodeTSV, decode: decodeTSV)
+        try CachePersistence(cache: makeFilledCache(), fileURL: url, serializer: format).save()
+        // The serializer holds the first save of the empty cache after its snapshot.
+        let encoding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let first = Locked(true)
+        let held: CacheSerializer<String, Int> = .custom(
+            identifier: "tsv-v1",
+            encode: { entries in
+                if first.mutate({ first in
+                    defer { first = false }
+                    return first
+                }) {
+                    encoding.signal()
+                    release.wait()
+                }
+                return try encodeTSV(entries)
+            },
+            decode: decodeTSV
+        )
+        let cache = Cache<String, Int>(policy: .lru)
+        let persistence = CachePersistence(cache: cache, fileURL: url, serializer: held)
+        let saved = Locked<Result<Void, CachePersistenceError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        startThread {
+            let result = Result { () throws(CachePersistenceError) in try persistence.save() }
+            saved.mutate { $0 = result }
+            done.signal()
+        }
+        encoding.wait()  // its snapshot is taken: the empty cache
+        #expect(try persistence.load() == 4)
+        release.signal()
+        done.wait()
+        if case .failure(let error) = saved.value { Issue.record("the overtaken save failed: \(error)") }
+        let restored = Cache<String, Int>()
+        try CachePersistence(cache: restored, fileURL: url, serializer: format).load()
+        #expect(Set(restored.keys) == ["a", "b", "c", "d"], "the empty snapshot must not replace the file")
+    }
+
+    @Test("loading costs that overflow the total beside the cache's own entries skips them instead of trapping")
+    func restoreCostOverflow() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let source = Cache<String, Int>()
+        source.setValue(1, forKey: "big", cost: .max)
+        source.setValue(2, forKey: "free", cost: 0)
+        try CachePersistence(cache: source, fileURL: url).save()
+
+        let cache = Cache<String, Int>(policy: .lru)
+        cache.setValue(3, forKey: "small", cost: 1)
+        #expect(try CachePersistence(cache: cache, fileURL: url).load() == 2)
+        #expect(Set(cache.keys) == ["small", "free"])
+        #expect(cache.totalCost == 1)
+
+        let shared = SharedCache<String, Int>(policy: .lru)
+        shared.setValue(3, forKey: "small", cost: 1)
+        #expect(try CachePersistence(cache: shared, fileURL: url).load() == 2)
+        shared.flush()
+        #expect(Set(shared.allItems().keys) == ["small", "free"])
+    }
+
+    @Test("a file whose name is near the 255-byte limit saves: its temporary files get a shorter name")
+    func longFileName() throws {
+        let directory = try Directory()
+        let url = directory.file(String(repeating: "a", count: 240) + ".json")
+        let cache = makeFilledCache()
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        try persistence.load()
+        try persistence.save()
+        #expect(try load(url) == ["a": 1, "b": 2, "c": 3, "d": 4])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == [url.lastPathComponent])
+
+        // The shortened prefix is stable and tells names apart that share their first 200 bytes.
+        let long = String(repeating: "é", count: 120)  // 240 bytes of UTF-8
+        let prefix = _CacheFile.temporaryPrefix(for: long + "1")
+        #expect(prefix == _CacheFile.temporaryPrefix(for: long + "1"))
+        #expect(prefix != _CacheFile.temporaryPrefix(for: long + "2"))
+        #expect(prefix.utf8.count <= 255 - 52)
+        #expect(_CacheFile.temporaryPrefix(for: "cache.bin") == ".cache.bin.")
+
+        // A dead process's temporary file beside the long name is still found and removed.
+        let stale = directory.url.appendingPathComponent(
+            "\(_CacheFile.temporaryPrefix(for: url.lastPathComponent))999999-7-1.tmp"
+        )
+        #expect(FileManager.default.createFile(atPath: stale.path, contents: Data("x".utf8)))
+        try persistence.load()
+        #expect(!FileManager.default.fileExists(atPath: stale.path))
+    }
+
     @Test("autosave saves every interval of the clock and stops when told")
     func autosave() async throws {
         let directory = try Directory()

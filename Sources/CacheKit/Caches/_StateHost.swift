@@ -29,11 +29,10 @@ protocol _StateHost: AnyObject {
 enum _StoreCondition {
     /// Always.
     case always
-    /// Only when the key has no entry (otherwise the existing value is kept and returned).
-    /// `winsOverLoad`: the store is a write of the caller's (`orInsert`), so a load running for
-    /// the key must not overwrite it; a restore from a file (older than anything loaded now)
-    /// leaves the load attached.
-    case ifAbsent(winsOverLoad: Bool)
+    /// Only when the key has no entry (otherwise the existing value is kept and returned). The
+    /// store is a write of the caller's (`orInsert`), so a load running for the key must not
+    /// overwrite it: it is detached.
+    case ifAbsent
     /// Like `ifAbsent`, and only if no explicit removal happened since `invalidations` was read
     /// (`_CacheState.invalidations`) and `isCurrent()`, asked inside the critical section, still
     /// holds (a memoized call stores nothing when its function or its cache was expired while it
@@ -44,6 +43,12 @@ enum _StoreCondition {
     /// slot it reloads, else -1) also needs that slot to still hold the key at `version`: it
     /// never brings back an entry that expired, was evicted or was overwritten meanwhile.
     case ifLoadCurrent(id: UInt64, refreshing: Int32, version: UInt64?)
+    /// A restore from a file (`_restore`): only when the key has no entry (what is in memory is
+    /// newer), leaving a load running for the key attached (the file is older than anything
+    /// loaded now), and only when `cost` can be counted
+    /// beside the total without passing `Int.max` (the engine would trap on a total that
+    /// overflows; a file's costs can add up to that beside what the cache holds).
+    case restore(cost: Int)
 }
 
 extension _StateHost {
@@ -132,7 +137,7 @@ extension _StateHost {
             throw error
         }
         _recordLoad(forKey: key, time: clock.now - start, error: nil)
-        return _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: .ifAbsent(winsOverLoad: true))
+        return _store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, when: .ifAbsent)
             .stored
     }
 
@@ -208,13 +213,13 @@ extension _StateHost {
                     return (.replaced, kept, false)
                 }
                 switch condition {
-                case .always, .ifAbsent(winsOverLoad: true):
+                case .always, .ifAbsent:
                     // A newer write (or the caller's own, for `orInsert`): a load running for the
                     // key must not overwrite it.
                     state.detachLoad(forKey: key)
                 case .ifLoadCurrent:
                     state.loads[key] = nil  // retires
-                case .ifAbsent, .ifAbsentAndCurrent:
+                case .ifAbsentAndCurrent, .restore:
                     break
                 }
                 guard accepted else {
@@ -267,6 +272,8 @@ extension _StateHost {
     /// - `.ifLoadCurrent`: `value` when the load was detached; for a refresh, unless a miss waits
     ///   for it (then it is that miss's load, and stores like one), the value the key now has
     ///   (or `value`) when the refreshed entry was written, removed, evicted or expired meanwhile.
+    /// - `.restore`: the value the key already has, or `value` itself when its cost cannot be
+    ///   counted beside the total (`_CacheCore.totalCostCanTake`).
     @inlinable
     static func _valueKept(
         insteadOf value: Value,
@@ -279,6 +286,9 @@ extension _StateHost {
             return nil
         case .ifAbsent:
             return state.core.peekValue(forKey: key)
+        case .restore(let cost):
+            if let existing = state.core.peekValue(forKey: key) { return existing }
+            return state.core.totalCostCanTake(cost) ? nil : value
         case .ifAbsentAndCurrent(let since, let isCurrent):
             guard state.invalidations == since, isCurrent() else { return value }
             return state.core.peekValue(forKey: key)

@@ -136,6 +136,13 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @inlinable
     func cost(at slot: Int32) -> Int { costs?[Int(slot)] ?? 0 }
 
+    /// Whether a new entry of `cost` can be counted beside the total without passing `Int.max`:
+    /// always under a cost limit (a new entry makes room for its cost first), otherwise only if
+    /// the sum fits. (A user's write whose sum does not fit traps; a restore from a file skips
+    /// the entry instead.)
+    @inlinable
+    func totalCostCanTake(_ cost: Int) -> Bool { totalCostLimit > 0 || cost <= Int.max - totalCost }
+
     // MARK: Reading
 
     /// The hash the index takes of `key` (see `_KeyHash`).

@@ -58,6 +58,12 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
         /// The number the next save gets, and the number of the save whose file is in place.
         var nextSave: UInt64 = 1
         var savedInPlace: UInt64 = 0
+        /// Loads restoring entries into the cache right now: a save meanwhile would write a
+        /// snapshot with part of the file's entries over the whole file, so none starts.
+        var restoring = 0
+        /// Counts the loads that began restoring entries: a save whose snapshot was taken before
+        /// one of them holds none of the file's entries and must not replace the file.
+        var restores: UInt64 = 0
 
         /// After a load that read the file or found none, or when told to: saves may replace it.
         mutating func allowReplacing() {
@@ -152,8 +158,18 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
             state.withLock { $0.unreadable = error }
             throw error
         }
-        state.withLock { $0.allowReplacing() }
+        // Saves are held off while the entries go in (an autosave started before `load()` would
+        // otherwise replace the file with the part restored so far), and are allowed only once
+        // all are in. The lock is not held meanwhile: restoring runs the cache's handlers.
+        state.withLock { state in
+            state.restoring += 1
+            state.restores += 1
+        }
         cache.restore(entries)
+        state.withLock { state in
+            state.restoring -= 1
+            state.allowReplacing()
+        }
         return entries.count
     }
 
@@ -213,16 +229,23 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
 
     /// Writes the cache's live entries to the file, atomically, with ``filePermissions``.
     ///
+    /// A save that starts while ``load()`` restores entries is refused (reason
+    /// ``CachePersistenceError/notLoaded(path:)``), and one whose snapshot was taken before a
+    /// load restored the file's entries is dropped without replacing the file: either would
+    /// write the cache without the file's entries over the file.
+    ///
     /// - Throws: ``CachePersistenceError/saveRefused(path:because:)`` after a failed ``load()``,
-    ///   or while the file exists and this object has neither loaded nor saved it;
+    ///   while the file exists and this object has neither loaded nor saved it, or while
+    ///   ``load()`` restores the file's entries;
     ///   ``CachePersistenceError/unencodable(path:reason:)`` or
     ///   ``CachePersistenceError/ioFailure(path:operation:errno:)`` otherwise. A failed save
     ///   leaves the previous file in place.
     public func save() throws(CachePersistenceError) {
-        let number = try state.withLock { state -> Result<UInt64, CachePersistenceError> in
+        let (number, restores) = try state.withLock { state -> Result<(UInt64, UInt64), CachePersistenceError> in
             if let reason = state.unreadable { return .failure(.saveRefused(path: path, because: reason)) }
+            if state.restoring > 0 { return .failure(.saveRefused(path: path, because: .notLoaded(path: path))) }
             defer { state.nextSave += 1 }
-            return .success(state.nextSave)
+            return .success((state.nextSave, state.restores))
         }.get()
         let entries = cache.persistableEntries()
         let payload: Data
@@ -243,6 +266,10 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
                 return .failure(.saveRefused(path: path, because: .notLoaded(path: path)))
             }
             guard number > state.savedInPlace else { return .success(false) }
+            // A load restored the file's entries after this snapshot was taken (or is restoring
+            // them now): the snapshot lacks them, and the file has them. Dropped, as a save
+            // that a newer one overtook.
+            guard state.restoring == 0, state.restores == restores else { return .success(false) }
             do throws(CachePersistenceError) {
                 try _CacheFile.replace(path, with: temporary)
             } catch {

@@ -30,7 +30,8 @@ public enum CachePersistenceError: Error, Sendable, Equatable, CustomStringConve
     /// A system call failed (`operation` names it; `errno` is the C error number).
     case ioFailure(path: String, operation: String, errno: Int32)
     /// The file exists, and the ``CachePersistence`` that would save over it has neither loaded
-    /// nor saved it (the reason a save is refused, in ``saveRefused(path:because:)``).
+    /// nor saved it, or is loading it right now (the reason a save is refused, in
+    /// ``saveRefused(path:because:)``).
     case notLoaded(path: String)
     /// A save was refused because the last load of this file failed with `reason`, or because
     /// the file was never loaded (`reason` is ``notLoaded(path:)``): saving would destroy a file

@@ -63,6 +63,10 @@ extension CacheSerializer where Key: Codable & Sendable, Value: Codable & Sendab
 
     /// A binary property list through `PropertyListEncoder` and `PropertyListDecoder`
     /// (identifier `"plist"`).
+    ///
+    /// Foundation's property-list coders write `nil` as the string `"$null"` and read that
+    /// string back as `nil`: in a key or value of an optional type, the string `"$null"` comes
+    /// back as `nil`. Use ``json`` (or a serializer of your own) for such data.
     public static var propertyList: CacheSerializer {
         CacheSerializer(
             identifier: "plist",

@@ -18,7 +18,9 @@ public protocol SnapshotCache<Key, Value>: AnyObject {
 
     /// Inserts `entries` in the given order, so the first becomes the next victim (for policies
     /// that order by insertion or recency). A key that already has an entry keeps its current
-    /// value: what is in memory is newer than the file.
+    /// value: what is in memory is newer than the file. CacheKit's caches skip an entry whose
+    /// cost would take their total cost past `Int.max` (possible only without a cost limit,
+    /// beside entries the cache already holds) rather than trap.
     func restore(_ entries: [PersistedEntry<Key, Value>])
 }
 

@@ -192,9 +192,29 @@ enum _CacheFile {
         let url = URL(fileURLWithPath: path)
         let number = temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue
         return url.deletingLastPathComponent().appendingPathComponent(
-            ".\(url.lastPathComponent).\(getpid())-\(processToken)-\(number).tmp"
+            "\(temporaryPrefix(for: url.lastPathComponent))\(getpid())-\(processToken)-\(number).tmp"
         )
         .path
+    }
+
+    /// The start of the temporary names beside a file named `name`: `.<name>.`, with a long name
+    /// cut short, so that the whole temporary name stays within the 255 bytes a file name may
+    /// take (the tag after it takes up to 52): a name of more than 190 bytes of UTF-8 keeps its
+    /// first characters up to 170 bytes, then `~` and a 64-bit FNV-1a hash of the whole name in
+    /// hex (the same in every process, as `removeStaleTemporaries` needs).
+    static func temporaryPrefix(for name: String) -> String {
+        guard name.utf8.count > 190 else { return ".\(name)." }
+        var kept = ""
+        var bytes = 0
+        for character in name {
+            let size = character.utf8.count
+            guard bytes + size <= 170 else { break }
+            kept.append(character)
+            bytes += size
+        }
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        return ".\(kept)~\(String(hash, radix: 16))."
     }
 
     /// Removes the temporary files beside `path` that processes which no longer run left behind
@@ -204,7 +224,7 @@ enum _CacheFile {
     static func removeStaleTemporaries(beside path: String) {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent()
-        let prefix = ".\(url.lastPathComponent)."
+        let prefix = temporaryPrefix(for: url.lastPathComponent)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
             let parts = name.dropFirst(prefix.count).dropLast(4).split(separator: "-", omittingEmptySubsequences: false)

@@ -15,11 +15,12 @@ extension _StateHost {
     }
 
     /// Writes `entries` in order through the normal write path (limits, policy, insertion
-    /// policy, events), skipping keys that already have an entry. Each restored entry gets the
-    /// cache's default expiration, counted from now.
+    /// policy, events), skipping keys that already have an entry and entries whose cost would
+    /// take the total past `Int.max`. Each restored entry gets the cache's default expiration,
+    /// counted from now.
     func _restore(_ entries: [PersistedEntry<Key, Value>]) {
         for entry in entries {
-            _ = _store(entry.value, forKey: entry.key, cost: entry.cost, when: .ifAbsent(winsOverLoad: false))
+            _ = _store(entry.value, forKey: entry.key, cost: entry.cost, when: .restore(cost: entry.cost))
         }
     }
 }

@@ -406,7 +406,9 @@ extension SharedCache {
                 )
             }
         case .restore(let entries, let now):
-            for (key, value, cost) in entries where _state.pointee.core.slot(of: key) < 0 {
+            // (Skipping, as `Cache` does, an entry whose cost would take the total past Int.max.)
+            for (key, value, cost) in entries
+            where _state.pointee.core.slot(of: key) < 0 && _state.pointee.core.totalCostCanTake(cost) {
                 store(
                     value,
                     forKey: key,
