@@ -160,6 +160,19 @@ struct ExpirationTests {
         cache._checkInvariants()
     }
 
+    @Test("an entry that never expires outlives a clock that has run for 292 years")
+    func clockSaturation() {
+        let clock = ManualClock()
+        let cache = Cache<String, Int>(clock: clock)
+        cache.setValue(1, forKey: "forever", expiresAfter: .seconds(Int64.max))  // saturates: never
+        cache.setValue(2, forKey: "plain")
+        cache.setValue(3, forKey: "short", expiresAfter: .seconds(1))
+        clock.advance(by: .seconds(Int64.max / 1_000_000_000 + 1))  // readings saturate here
+        #expect(cache["forever"] == 1)
+        #expect(cache["plain"] == 2)
+        #expect(cache["short"] == nil)
+    }
+
     @Test("an expired entry is never returned, counted, costed or enumerated", arguments: CacheKind.allCases)
     func neverSeen(kind: CacheKind) {
         let clock = ManualClock()
@@ -370,6 +383,33 @@ struct RefreshTests {
         // The refreshed value's age starts again, and so does its time to live.
         clock.advance(by: .seconds(95))
         #expect(cache["k"] == "k2")
+    }
+
+    @Test("a refresh started inside another key's load may read that key: nothing waits for the refresh")
+    func refreshInsideLoadHasItsOwnChain() async throws {
+        let clock = ManualClock()
+        let cache = Cache<String, Int>(expiration: Expiration(refreshAfterWrite: .seconds(10)), clock: clock)
+        cache["b"] = 1
+        clock.advance(by: .seconds(11))  // "b" is due for a refresh
+        let refreshError = Locked<String?>(nil)
+        @Sendable func loader(_ key: String) async throws -> Int {
+            switch key {
+            case "a":  // reads "b": its old value at once, and b's refresh starts
+                return try await cache.value(forKey: "b", loader: loader) + 100
+            default:  // b's refresh reads "a" once a is stored; a's load never waits for it
+                do {
+                    while cache.peekValue(forKey: "a") == nil { await Task.yield() }
+                    return try await cache.value(forKey: "a", loader: loader) + 1
+                } catch {
+                    refreshError.mutate { $0 = "\(error)" }
+                    throw error
+                }
+            }
+        }
+        #expect(try await cache.value(forKey: "a", loader: loader) == 101)
+        await eventually { cache.peekValue(forKey: "b") != 1 || refreshError.value != nil }
+        #expect(refreshError.value == nil)
+        #expect(cache.peekValue(forKey: "b") == 102)
     }
 
     @Test("a failed refresh keeps the old value, and the next read tries again")
@@ -625,6 +665,57 @@ struct ExpirationTriggerTests {
         // After cancellation the element is never consumed for the cache: nothing expires.
         for _ in 0..<1_000 { await Task.yield() }
         #expect(cache[4] == 4)
+    }
+
+    /// A sequence that ignores task cancellation (as any sequence may): each `next()` waits
+    /// for `emit()`, and an element emitted while no one waits is kept for the next call.
+    final class ManualEvents: AsyncSequence, Sendable {
+        typealias Element = Int
+        let pending = Mutex<(waiter: CheckedContinuation<Int?, Never>?, queued: [Int])>((nil, []))
+        var hasWaiter: Bool { pending.withLock { $0.waiter != nil } }
+
+        func emit(_ element: Int) {
+            let waiter = pending.withLock { state -> CheckedContinuation<Int?, Never>? in
+                if let waiter = state.waiter {
+                    state.waiter = nil
+                    return waiter
+                }
+                state.queued.append(element)
+                return nil
+            }
+            waiter?.resume(returning: element)
+        }
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            let owner: ManualEvents
+            mutating func next() async -> Int? {
+                await withCheckedContinuation { continuation in
+                    let queued = owner.pending.withLock { state -> Int? in
+                        if !state.queued.isEmpty { return state.queued.removeFirst() }
+                        state.waiter = continuation
+                        return nil
+                    }
+                    if let queued { continuation.resume(returning: queued) }
+                }
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(owner: self) }
+    }
+
+    @Test("a cancelled trigger expires nothing, even on a sequence that ignores cancellation")
+    func cancelledTriggerOnStubbornSequence() async {
+        let cache = Cache<String, Int>()
+        let events = ManualEvents()
+        let trigger = cache.expireAll(whenever: events)
+        await eventually { events.hasWaiter }  // the trigger listens
+        trigger.cancel()
+        #expect(trigger.isCancelled)
+        cache["a"] = 1
+        events.emit(1)  // the waiting `next()` returns it: cancelling the task did not stop that
+        await eventually { !events.hasWaiter && events.pending.withLock { $0.queued.isEmpty } }
+        for _ in 0..<1_000 { await Task.yield() }
+        #expect(cache["a"] == 1)
     }
 
     @Test("a trigger whose sequence ends or throws stops by itself")

@@ -102,7 +102,8 @@ extension Cache where Key: Sendable, Value: Sendable {
     /// - A loader may read and load other keys of this cache. A loader that asks this cache for
     ///   its own key (directly or through other loads it started) gets
     ///   ``CacheLoadError/recursiveLoad(key:)`` instead of waiting forever. Cycles that pass
-    ///   through loads started by other callers are not detected.
+    ///   through loads started by other callers are not detected; a background refresh counts
+    ///   as started by no caller (nothing waits for it).
     /// - The loaded value is stored with `cost` and `expiresAfter`, like
     ///   ``setValue(_:forKey:cost:expiresAfter:)``: limits, the insertion policy, the removal
     ///   handler and the eviction veto apply. A value the insertion policy refuses is still
@@ -159,10 +160,14 @@ extension Cache where Key: Sendable, Value: Sendable {
                         refreshing: refreshSlot,
                         version: state.core.version(of: refreshSlot)
                     )
+                    // The refresh's chain starts with it: the caller takes the value it has and
+                    // does not wait, so its chain is no cycle of the refresh's (inherited, a
+                    // refresh whose loader read the caller's key got a false `recursiveLoad`).
+                    let refreshLink = [_LoadChain.Link(cache: ObjectIdentifier(self), key: key)]
                     state.loads[key] = _InFlightLoad(
                         id: id,
                         task: Task<Value, any Error> {
-                            try await _LoadChain.$links.withValue(link) {
+                            try await _LoadChain.$links.withValue(refreshLink) {
                                 try await self._runLoad(
                                     forKey: key,
                                     cost: cost,

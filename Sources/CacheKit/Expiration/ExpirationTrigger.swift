@@ -22,7 +22,8 @@ public final class ExpirationTrigger: Sendable {
         self.onCancel = _Locked(onCancel)
     }
 
-    /// Stops the trigger: no later event expires the cache. Calling it again does nothing.
+    /// Stops the trigger: no event that arrives after it returns expires the cache (one being
+    /// handled as it is called may still finish). Calling it again does nothing.
     public func cancel() {
         let action = onCancel.withLock { action in
             defer { action = nil }
@@ -64,10 +65,13 @@ extension _Triggers {
         let weakTarget = _WeakBox(target)
         // The trigger, once made, and whether the sequence has ended (it may end before that).
         let ending = _Locked<(trigger: ExpirationTrigger?, ended: Bool)>((nil, false))
+        // Set by `cancel()` and checked before each expiry: cancelling the task alone does not
+        // stop a sequence that ignores cancellation, or one that had an element buffered.
+        let stopped = _Locked(false)
         let task = Task.detached {
             do {
                 for try await _ in events {
-                    guard let strong = weakTarget.object else { break }
+                    guard !stopped.withLock({ $0 }), let strong = weakTarget.object else { break }
                     expire(strong)
                 }
             } catch {
@@ -80,7 +84,10 @@ extension _Triggers {
             }
             trigger?.cancel()
         }
-        let trigger = ExpirationTrigger { task.cancel() }
+        let trigger = ExpirationTrigger {
+            stopped.withLock { $0 = true }
+            task.cancel()
+        }
         let endedAlready = ending.withLock { state -> Bool in
             state.trigger = trigger
             return state.ended
@@ -102,11 +109,15 @@ extension _Triggers {
         by expire: @escaping @Sendable (Target) -> Void
     ) -> ExpirationTrigger {
         let weakTarget = _WeakBox(target)
+        // Checked before each expiry, as for a sequence: a post already on its way to the
+        // observer when `cancel()` removes it must not expire the cache.
+        let stopped = _Locked(false)
         let token = center.addObserver(forName: name, object: object, queue: nil) { _ in
-            if let strong = weakTarget.object { expire(strong) }
+            if !stopped.withLock({ $0 }), let strong = weakTarget.object { expire(strong) }
         }
         let registration = _UncheckedSendable((center, token))
         let trigger = ExpirationTrigger {
+            stopped.withLock { $0 = true }
             registration.value.0.removeObserver(registration.value.1)
         }
         add(trigger)

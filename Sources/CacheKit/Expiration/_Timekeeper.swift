@@ -34,7 +34,9 @@ final class _Timekeeper: Sendable {
         self.init(
             active: active,
             sleep: { try await clock.sleep(for: $0) },
-            read: { Swift.max(0, start.duration(to: clock.now)._nanoseconds) }
+            // Below Int64.max, which deadlines use for "never": a reading saturated there (a
+            // clock ~292 years past the cache's start) would expire entries that never expire.
+            read: { Swift.min(Swift.max(0, start.duration(to: clock.now)._nanoseconds), Int64.max - 1) }
         )
     }
 
