@@ -454,14 +454,10 @@ struct Plan {
         target.settle()
         let box = UncheckedSendable(target)
         let chunk = keys.count / threads
-        let start = DispatchTime.now().uptimeNanoseconds
-        if threads == 1 {
-            blackHole(run(target, 0..<keys.count))
-        } else {
-            DispatchQueue.concurrentPerform(iterations: threads) { t in
-                let end = t == threads - 1 ? keys.count : (t + 1) * chunk
-                blackHole(run(box.value, (t * chunk)..<end))
-            }
+        let plan = UncheckedSendable(self)
+        let start = StartLine.run(threads: threads) { t in
+            let end = t == threads - 1 ? plan.value.keys.count : (t + 1) * chunk
+            blackHole(plan.value.run(box.value, (t * chunk)..<end))
         }
         // Writes a SharedCache still holds in its queue are part of the work: applied before
         // the clock stops (a review found a third of set-evict's writes still queued).
