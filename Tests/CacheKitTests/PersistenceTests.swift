@@ -481,7 +481,7 @@ struct PersistenceTests {
         #expect(names.allSatisfy { !$0.hasSuffix(".tmp") })
     }
 
-    @Test("expired entries are not saved; restored entries start a fresh time to live")
+    @Test("expired entries are not saved; restored entries keep what was left of their time to live")
     func expiry() throws {
         let directory = try Directory()
         let clock = ManualClock()
@@ -492,13 +492,76 @@ struct PersistenceTests {
         clock.advance(by: .seconds(5))  // "old" expired at 10, "new" lives until 16
         try CachePersistence(cache: cache, fileURL: directory.file()).save()
 
-        let restored = Cache<String, Int>(policy: .lru, expiration: .afterWrite(.seconds(10)), clock: clock)
+        let restoredClock = ManualClock()
+        let restored = Cache<String, Int>(policy: .lru, expiration: .afterWrite(.seconds(10)), clock: restoredClock)
         #expect(try CachePersistence(cache: restored, fileURL: directory.file()).load() == 1)
         #expect(restored.keys == ["new"])
-        clock.advance(by: .seconds(9))  // 20: past the original deadline, within the fresh one
+        restoredClock.advance(by: .milliseconds(4_900))  // its 5 s, less the moment between save and load
         #expect(restored["new"] == 2)
-        clock.advance(by: .seconds(1))  // 21: ten seconds after the load
+        restoredClock.advance(by: .milliseconds(200))
         #expect(restored["new"] == nil)
+    }
+
+    @Test(
+        "an entry's own expiresAfter and time to idle survive a save and a load, in Cache and SharedCache",
+        arguments: [false, true]
+    )
+    func perEntryExpirySurvives(shared: Bool) throws {
+        let directory = try Directory()
+        let clock = ManualClock()
+        let cache = Cache<String, Int>(policy: .lru, expiration: .afterAccess(.seconds(100)), clock: clock)
+        cache.setValue(1, forKey: "token", expiresAfter: .seconds(10))
+        cache["idle"] = 2  // lives until 100 s without a read
+        clock.advance(by: .seconds(4))
+        try CachePersistence(cache: cache, fileURL: directory.file()).save()
+
+        let restoredClock = ManualClock()
+        let read: (String) -> Int?
+        if shared {
+            let sharedCache = SharedCache<String, Int>(policy: .lru, clock: restoredClock)
+            #expect(try CachePersistence(cache: sharedCache, fileURL: directory.file()).load() == 2)
+            read = { sharedCache.peekValue(forKey: $0) }
+        } else {
+            let plain = Cache<String, Int>(policy: .lru, clock: restoredClock)
+            #expect(try CachePersistence(cache: plain, fileURL: directory.file()).load() == 2)
+            read = { plain.peekValue(forKey: $0) }
+        }
+        restoredClock.advance(by: .milliseconds(5_900))  // 6 s were left of the token's 10
+        #expect(read("token") == 1)
+        restoredClock.advance(by: .milliseconds(200))
+        #expect(read("token") == nil, "a cache with no expiration of its own kept the token's")
+        restoredClock.advance(by: .seconds(89))  // 96 s were left of the idle entry's 100
+        #expect(read("idle") == 2)
+        restoredClock.advance(by: .seconds(1))
+        #expect(read("idle") == nil)
+    }
+
+    @Test("a restore leaves out entries whose time passed, and gives the others what is left on the wall clock")
+    func restoreByWallClock() {
+        let clock = ManualClock()
+        let entries = [
+            PersistedEntry(key: "gone", value: 1, expiresAt: Date(timeIntervalSinceNow: -1)),
+            PersistedEntry(key: "kept", value: 2, expiresAt: Date(timeIntervalSinceNow: 60)),
+            PersistedEntry(key: "forever", value: 3),
+        ]
+        let cache = Cache<String, Int>(policy: .lru, clock: clock)
+        cache.restore(entries)
+        let shared = SharedCache<String, Int>(policy: .lru, clock: clock)
+        shared.restore(entries)
+        shared.flush()
+        for read in [{ cache.peekValue(forKey: $0) }, { shared.peekValue(forKey: $0) }] as [(String) -> Int?] {
+            #expect(read("gone") == nil)
+            #expect(read("kept") == 2)
+            #expect(read("forever") == 3)
+        }
+        clock.advance(by: .seconds(61))
+        for read in [{ cache.peekValue(forKey: $0) }, { shared.peekValue(forKey: $0) }] as [(String) -> Int?] {
+            #expect(read("kept") == nil)
+            #expect(read("forever") == 3)
+        }
+        // A file written before deadlines were saved has none: its entries get the cache's.
+        let old = Data(#"[{"key":"a","value":1,"cost":0}]"#.utf8)
+        #expect((try? CacheSerializer<String, Int>.json.decode(old)) == [PersistedEntry(key: "a", value: 1)])
     }
 
     @Test("loading into a cache that has entries keeps its values and adds the others")

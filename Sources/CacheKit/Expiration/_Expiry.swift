@@ -334,6 +334,14 @@ struct _Expiry {
             || (heapCount > 0 && heap[0].key <= now)
     }
 
+    /// When `slot` expires (`never` if it does not): the earlier of its write and idle deadlines.
+    @inlinable
+    func deadline(of slot: Int32) -> Int64 {
+        let written = records[Int(slot)].writeDeadline
+        guard let idle else { return written }
+        return Swift.min(written, idle[Int(slot)].deadline)
+    }
+
     /// Whether `slot` has expired by `now` (never when the time is unknown). O(1), read-only: for
     /// readers that may not sweep.
     @inlinable

@@ -15,8 +15,11 @@ import Foundation
 /// ## What is saved
 /// The live entries with their costs, in eviction order (next victim first); expired entries are
 /// left out. Loading writes them back in that order, so an LRU or FIFO cache has the same next
-/// victim after a restart. Restored entries start the cache's ``Cache/expiration`` afresh, as if
-/// written at load time: the file holds no deadlines, and a per-entry `expiresAfter` is not kept.
+/// victim after a restart. Each entry that can expire is saved with its deadline on the wall
+/// clock (``PersistedEntry/expiresAt``: the time of the save plus what was left of its life),
+/// and a load gives it what is left until then, so the time between a save and a load counts
+/// and an entry whose time passed meanwhile is not restored. Entries without a deadline get the
+/// cache's ``Cache/expiration`` from the load on.
 ///
 /// ## Safety of the file
 /// A save writes a temporary file in the same directory, flushes it (`fsync`), renames it over

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A cache that hands out its entries, with their costs and in eviction order, and takes them
 /// back: what ``CachePersistence`` saves and loads, whatever the keys and values are.
 ///
@@ -13,14 +15,15 @@ public protocol SnapshotCache<Key, Value>: AnyObject {
     associatedtype Value
 
     /// A snapshot of the live (unexpired) entries in eviction order, next victim first, with
-    /// their costs.
+    /// their costs and deadlines.
     func persistableEntries() -> [PersistedEntry<Key, Value>]
 
     /// Inserts `entries` in the given order, so the first becomes the next victim (for policies
     /// that order by insertion or recency). A key that already has an entry keeps its current
     /// value: what is in memory is newer than the file. CacheKit's caches skip an entry whose
     /// cost would take their total cost past `Int.max` (possible only without a cost limit,
-    /// beside entries the cache already holds) rather than trap.
+    /// beside entries the cache already holds) rather than trap, and one whose
+    /// ``PersistedEntry/expiresAt`` has passed.
     func restore(_ entries: [PersistedEntry<Key, Value>])
 }
 
@@ -38,7 +41,7 @@ public protocol SnapshotCache<Key, Value>: AnyObject {
 /// ```
 public protocol PersistableCache<Key, Value>: SnapshotCache where Key: Codable, Value: Codable {}
 
-/// One entry as it is saved: key, value and cost.
+/// One entry as it is saved: key, value, cost, and when it expires.
 public struct PersistedEntry<Key: Hashable, Value> {
     /// The entry's key.
     public var key: Key
@@ -46,12 +49,24 @@ public struct PersistedEntry<Key: Hashable, Value> {
     public var value: Value
     /// The entry's cost (see ``Cache/setValue(_:forKey:cost:expiresAfter:)``).
     public var cost: Int
+    /// When the entry expires, on the wall clock, or `nil` when it has no deadline.
+    ///
+    /// A snapshot (``SnapshotCache/persistableEntries()``) sets it to the wall-clock time of the
+    /// snapshot plus what is left of the entry's life on its cache's clock (its time to live,
+    /// its time to idle, or its own `expiresAfter`, whichever ends first). A restore
+    /// (``SnapshotCache/restore(_:)``) gives the entry what is left until then, as an
+    /// `expiresAfter` of its own, so the time between a save and a load counts, and leaves out
+    /// an entry whose time has passed. An entry without it gets its cache's expiration,
+    /// counted from the restore. (The wall clock can be set back or forward; an entry's life
+    /// moves with it.)
+    public var expiresAt: Date?
 
     /// Creates an entry.
-    public init(key: Key, value: Value, cost: Int = 0) {
+    public init(key: Key, value: Value, cost: Int = 0, expiresAt: Date? = nil) {
         self.key = key
         self.value = value
         self.cost = cost
+        self.expiresAt = expiresAt
     }
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 extension SharedCache: SnapshotCache {
     /// A snapshot of the live entries in eviction order, next victim first, with their costs,
     /// read in one operation after every write issued before it (and with every read so far in
@@ -5,27 +7,32 @@ extension SharedCache: SnapshotCache {
     ///
     /// - Complexity: O(*n*).
     public func persistableEntries() -> [PersistedEntry<Key, Value>] {
+        let wallNow = Date()
         // Exclusive: the buffered reads are replayed first, so the order is exact.
-        _exclusive { state, _ in
-            var result: [PersistedEntry<Key, Value>] = []
-            result.reserveCapacity(state.core.count)
-            state.core.forEachSlotInEvictionOrder { slot in
-                let entry = state.core.entries[Int(slot)]
-                result.append(PersistedEntry(key: entry.key, value: entry.value, cost: state.core.cost(at: slot)))
-                return true
-            }
-            return result
-        }
+        return _exclusive { state, now in state.core.persistableEntries(now: now, wallNow: wallNow) }
     }
 
     /// Queues the writes of `entries`, in order, as one operation; a key that already has an
     /// entry when it is applied keeps its value (what is in memory is newer than the file).
-    /// Restored entries get the cache's expiration counted from now. With
-    /// ``EvictionPolicy/lru`` or ``EvictionPolicy/fifo`` this reproduces the saved eviction order.
+    /// Each restored entry gets what is left of its life (``PersistedEntry/expiresAt``), and one
+    /// whose time has passed is left out; an entry with no deadline gets the cache's expiration
+    /// counted from now. With ``EvictionPolicy/lru`` or ``EvictionPolicy/fifo`` this reproduces
+    /// the saved eviction order.
     ///
     /// - Complexity: O(*n*).
     public func restore(_ entries: [PersistedEntry<Key, Value>]) {
-        _enqueue(.restore(entries.map { ($0.key, $0.value, $0.cost) }, now: _timekeeper.now()))
+        let wallNow = Date()
+        var restored: [(key: Key, value: Value, cost: Int, timeToLive: Int64?)] = []
+        restored.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let lifetime = _CacheCore<Key, Value>.remainingLifetime(until: entry.expiresAt, at: wallNow) else {
+                continue  // its time passed while it was saved
+            }
+            restored.append((entry.key, entry.value, entry.cost, lifetime == Int64.max ? nil : lifetime))
+        }
+        // An entry with a time of its own needs the clock read (as `setValue(expiresAfter:)`).
+        let now = restored.contains { $0.timeToLive != nil } ? _timekeeper.activate() : _timekeeper.now()
+        _enqueue(.restore(restored, now: now))
     }
 }
 

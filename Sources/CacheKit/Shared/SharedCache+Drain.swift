@@ -407,14 +407,14 @@ extension SharedCache {
             }
         case .restore(let entries, let now):
             // (Skipping, as `Cache` does, an entry whose cost would take the total past Int.max.)
-            for (key, value, cost) in entries
+            for (key, value, cost, timeToLive) in entries
             where _state.pointee.core.slot(of: key) < 0 && _state.pointee.core.totalCostCanTake(cost) {
                 store(
                     value,
                     forKey: key,
                     hash: _state.pointee.core.hash(of: key),
                     cost: cost,
-                    timeToLive: nil,
+                    timeToLive: timeToLive,
                     now: now,
                     at: drainTime,
                     removals: &removals

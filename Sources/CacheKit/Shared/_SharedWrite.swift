@@ -7,8 +7,9 @@ enum _SharedWrite<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// index lookup all use it (three hashes fewer inside the exclusive lock).
     case set(Key, Value, cost: Int, timeToLive: Int64?, now: Int64, hash: Int)
     case merge([(key: Key, value: Value)], now: Int64)
-    /// Stores each entry whose key has none (a restore from a file: memory is newer).
-    case restore([(key: Key, value: Value, cost: Int)], now: Int64)
+    /// Stores each entry whose key has none (a restore from a file: memory is newer), each with
+    /// its time to live in nanoseconds (`nil`: the cache's).
+    case restore([(key: Key, value: Value, cost: Int, timeToLive: Int64?)], now: Int64)
     case remove([Key])
     case removeAll(RemovalReason)
     /// Removes each entry that still holds the version the decider saw.
