@@ -678,6 +678,19 @@ struct PersistenceTests {
         #expect(Set(shared.allItems().keys) == ["small", "free"])
     }
 
+    @Test("a large foreign file is reported from its first bytes, not read whole, and left as it is")
+    func largeForeignFile() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let foreign = Data(repeating: UInt8(ascii: "x"), count: 4 << 20)
+        try foreign.write(to: url)
+        #expect(try (_CacheFile.read(path: url.path)?.count ?? 0) <= 64 * 1024)
+        #expect(throws: CachePersistenceError.foreignFile(path: url.path)) {
+            try CachePersistence(cache: Cache<String, Int>(), fileURL: url).load()
+        }
+        #expect(try Data(contentsOf: url) == foreign)
+    }
+
     @Test("a file whose name is near the 255-byte limit saves: its temporary files get a shorter name")
     func longFileName() throws {
         let directory = try Directory()

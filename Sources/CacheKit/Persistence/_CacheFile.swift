@@ -99,7 +99,9 @@ enum _CacheFile {
 
     // MARK: System calls
 
-    /// The file's bytes, or `nil` if there is no file.
+    /// The file's bytes, or `nil` if there is no file. A file that does not start with the
+    /// magic bytes is read no further than its first 64 KiB (enough for `unwrap` to call it
+    /// foreign): a path pointing at some large other file must not be read into memory whole.
     static func read(path: String) throws(CachePersistenceError) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
@@ -117,6 +119,8 @@ enum _CacheFile {
             }
             if got == 0 { return bytes }
             bytes += chunk[..<got]
+            let checked = min(bytes.count, magic.count)
+            if !bytes[..<checked].elementsEqual(magic[..<checked]) { return bytes }
         }
     }
 
