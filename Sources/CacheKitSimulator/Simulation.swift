@@ -108,8 +108,11 @@ public enum Simulator {
         }
         lastSeen = [:]
         // cached[key] = the key's next use; the heap holds (next use, key) pairs, some stale.
+        // No more keys can be cached than the trace has requests: a size beyond that (any
+        // `Int`, from the command line) sizes nothing by itself.
+        let room = Swift.min(size, n)
         var cached: [Int: Int] = [:]
-        cached.reserveCapacity(size)
+        cached.reserveCapacity(room)
         var heap = _MaxHeap()
         var hits = 0
         for i in 0..<n {
@@ -127,7 +130,7 @@ public enum Simulator {
             }
             cached[key] = nextUse[i]
             heap.push(nextUse: nextUse[i], key: key)
-            if heap.count > 4 * size + 1024 {  // drop stale pairs so memory tracks the cache size
+            if heap.count > 4 * room + 1024 {  // drop stale pairs so memory tracks the cache size
                 heap = _MaxHeap(cached.map { ($0.value, $0.key) })
             }
         }

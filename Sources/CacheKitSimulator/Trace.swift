@@ -50,8 +50,8 @@ public enum TraceError: Error, Equatable, CustomStringConvertible {
     case unknownFormat(path: String)
     /// A line (1-based) that does not parse as the format requires.
     case malformedLine(path: String, line: Int, text: String, expected: String)
-    /// The CSV header lacks the key column.
-    case missingColumn(path: String, column: String, header: String)
+    /// The CSV header, on `line`, lacks the key column.
+    case missingColumn(path: String, line: Int, column: String, header: String)
     /// A binary trace ends inside a record.
     case truncatedRecord(path: String, byteOffset: Int)
     /// The file holds no requests.
@@ -65,8 +65,8 @@ public enum TraceError: Error, Equatable, CustomStringConvertible {
             "\(path): unknown trace format; name it with --format (\(TraceFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
         case .malformedLine(let path, let line, let text, let expected):
             "\(path):\(line): malformed line '\(text)': expected \(expected)"
-        case .missingColumn(let path, let column, let header):
-            "\(path):1: no column '\(column)' in the header '\(header)'"
+        case .missingColumn(let path, let line, let column, let header):
+            "\(path):\(line): no column '\(column)' in the header '\(header)'"
         case .truncatedRecord(let path, let offset):
             "\(path): truncated 24-byte record at byte \(offset)"
         case .empty(let path):
@@ -181,6 +181,7 @@ struct LineParser {
 
     mutating func parse(_ raw: ArraySlice<UInt8>, number: Int, into keys: inout [Int]) throws {
         var line = raw
+        if number == 1 && line.starts(with: [0xEF, 0xBB, 0xBF]) { line.removeFirst(3) }  // a UTF-8 byte order mark
         while let last = line.last, last == UInt8(ascii: "\r") || last == UInt8(ascii: " ") || last == 9 {
             line.removeLast()
         }
@@ -211,6 +212,7 @@ struct LineParser {
                 guard let found = wanted.lazy.compactMap({ names.firstIndex(of: $0) }).first else {
                     throw TraceError.missingColumn(
                         path: path,
+                        line: number,
                         column: keyColumn ?? "obj_id|key|id|lbn",
                         header: String(decoding: line, as: UTF8.self)
                     )
@@ -255,14 +257,16 @@ struct LineParser {
             digits.removeFirst()
         }
         guard !digits.isEmpty else { return nil }
+        // Accumulated negatively, which reaches Int.min (its magnitude is one more than Int.max's).
         for byte in digits {
             guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
             let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, o2) = times10.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+            let (sum, o2) = times10.subtractingReportingOverflow(Int(byte - UInt8(ascii: "0")))
             guard !o1 && !o2 else { return nil }
             value = sum
         }
-        return negative ? -value : value
+        if negative { return value }
+        return value == .min ? nil : -value
     }
 
     /// FNV-1a of a non-numeric key: stable across runs, so results are repeatable.

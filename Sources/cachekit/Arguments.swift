@@ -58,10 +58,15 @@ struct Arguments {
         return value
     }
 
-    /// The comma-separated list given for `name`, each item checked against `allowed`.
+    /// The comma-separated list given for `name`, each item checked against `allowed`; an item
+    /// given twice counts once.
     func list(_ name: String, default defaultValue: [String], allowed: [String]) throws -> [String] {
         guard let text = values[name] else { return defaultValue }
-        let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        var items: [String] = []
+        for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })
+        where !items.contains(item) {
+            items.append(item)
+        }
         for item in items where !allowed.contains(item) {
             throw Failure(
                 description: "--\(name): unknown value '\(item)' (choose from \(allowed.joined(separator: ", ")))"

@@ -79,6 +79,9 @@ enum Bench {
         }
     }
 
+    /// The most entries `--capacity` and `--entries` take: 2^28, 8 GiB of keys and values.
+    static let maxEntries = 1 << 28
+
     static func run(_ arguments: [String]) throws {
         let args = try Arguments(
             arguments,
@@ -93,15 +96,20 @@ enum Bench {
             return
         }
         if let spec = args.string("memory-one") {
-            try MemoryBench.runOne(spec, entries: args.int("entries", default: 1_000_000))
+            try MemoryBench.runOne(spec, entries: args.int("entries", default: 1_000_000, maximum: maxEntries))
             return
         }
         if args.flag("memory") {
-            try MemoryBench.run(entries: args.int("entries", default: 1_000_000), json: args.flag("json"))
+            try MemoryBench.run(
+                entries: args.int("entries", default: 1_000_000, maximum: maxEntries),
+                json: args.flag("json")
+            )
             return
         }
-        let capacity = try args.int("capacity", default: 50_000)
-        let ops = try args.int("ops", default: 1_000_000)
+        // Bounded so that the key space (twice the capacity) and the prepared operations (16
+        // bytes each) fit in memory and in the arithmetic.
+        let capacity = try args.int("capacity", default: 50_000, maximum: maxEntries)
+        let ops = try args.int("ops", default: 1_000_000, maximum: 1 << 30)
         let repetitions = try args.int("repetitions", default: 5)
         let threadCounts = try args.list("threads", default: ["1", "2"], allowed: (1...64).map(String.init))
             .compactMap(Int.init)

@@ -64,8 +64,15 @@ enum MissRatioPlot {
         return svg + "</svg>\n"
     }
 
+    /// `text` as XML character data: markup escaped, and control characters that XML 1.0
+    /// does not allow (any below U+0020 but tab, newline and return) shown as U+FFFD.
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
+        let allowed = String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { $0.value < 0x20 && ![0x09, 0x0A, 0x0D].contains($0.value) ? "\u{FFFD}" : $0 }
+            )
+        )
+        return allowed.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
     }
 }

@@ -122,8 +122,10 @@ enum Simulate {
         if let flag = given(traceFlags).first {
             throw Arguments.Failure(description: "\(flag) applies to a trace file; none was given")
         }
-        let keys = try args.int("keys", default: 100_000)
-        let requests = try args.int("requests", default: 1_000_000)
+        // Bounded so that the generated keys (8 bytes a request, 8 a key for Zipf's table) fit in
+        // memory, and so that a mistyped number fails naming its flag instead of crashing.
+        let keys = try args.int("keys", default: 100_000, maximum: 1 << 28)
+        let requests = try args.int("requests", default: 1_000_000, maximum: 1 << 30)
         let seed = UInt64(try args.int("seed", default: 42, minimum: 0))
         var skew = 0.9
         if let text = args.string("skew") {
@@ -222,16 +224,24 @@ enum Simulate {
         let real = results.filter { $0.policy != "opt" }
         guard !real.isEmpty else { return }
         print("")
+        // Ties go to the policy listed first (results come in the order policies were asked
+        // for), so the same run always recommends the same policy.
+        func first<T>(_ candidates: [T], by value: (T) -> Double) -> T? {
+            candidates.reduce(nil) { best, next in best.map { value(next) > value($0) ? next : $0 } ?? next }
+        }
         for size in Set(real.map(\.size)).sorted() {
-            let best = real.filter { $0.size == size }.max { $0.hitRatio < $1.hitRatio }!
+            let best = first(real.filter { $0.size == size }, by: \.hitRatio)!
             print(
                 "at \(size) entries the best policy is \(best.policy) (hit ratio \(String(format: "%.4f", best.hitRatio)))"
             )
         }
-        let byPolicy = Dictionary(grouping: real, by: \.policy).mapValues { rs in
-            rs.map(\.hitRatio).reduce(0, +) / Double(rs.count)
+        var policies: [String] = []
+        for result in real where !policies.contains(result.policy) { policies.append(result.policy) }
+        let means = policies.map { policy in
+            let ratios = real.filter { $0.policy == policy }.map(\.hitRatio)
+            return (key: policy, value: ratios.reduce(0, +) / Double(ratios.count))
         }
-        if let best = byPolicy.max(by: { $0.value < $1.value }) {
+        if let best = first(means, by: \.value) {
             print(
                 "recommended policy for this workload: \(best.key) (mean hit ratio \(String(format: "%.4f", best.value)) over the sizes)"
             )

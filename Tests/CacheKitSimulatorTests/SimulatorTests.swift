@@ -165,9 +165,20 @@ struct TraceFileTests {
         let empty = try write("*\n\n", "e.trace")
         #expect(throws: TraceError.empty(path: empty)) { try Trace.read(path: empty) }
         let noColumn = try write("a,b\n1,2\n", "n.csv")
-        #expect(throws: TraceError.missingColumn(path: noColumn, column: "obj_id|key|id|lbn", header: "a,b")) {
+        #expect(throws: TraceError.missingColumn(path: noColumn, line: 1, column: "obj_id|key|id|lbn", header: "a,b")) {
             try Trace.read(path: noColumn)
         }
+        // The header's own line, past blank lines before it.
+        let lateHeader = try write("\n\nfoo,bar\n1,2\n", "late.csv")
+        #expect(
+            throws: TraceError.missingColumn(path: lateHeader, line: 3, column: "obj_id|key|id|lbn", header: "foo,bar")
+        ) {
+            try Trace.read(path: lateHeader)
+        }
+        #expect(
+            "\(TraceError.missingColumn(path: "f.csv", line: 3, column: "key", header: "a"))"
+                == "f.csv:3: no column 'key' in the header 'a'"
+        )
         let truncated = try write(String(repeating: "x", count: 30), "t.bin")
         #expect(throws: TraceError.truncatedRecord(path: truncated, byteOffset: 24)) { try Trace.read(path: truncated) }
         #expect(throws: TraceError.self) { try Trace.read(path: "/nonexistent/trace.lis") }
@@ -175,6 +186,32 @@ struct TraceFileTests {
             "\(TraceError.malformedLine(path: "f", line: 3, text: "x", expected: "y"))"
                 == "f:3: malformed line 'x': expected y"
         )
+    }
+
+    @Test("the whole 64-bit range of keys reads, and a byte order mark before a CSV header is skipped")
+    func keyRangeAndByteOrderMark() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let extremes = directory.appendingPathComponent("x.trace")
+        try "-9223372036854775808\n9223372036854775807\n-1\n".write(to: extremes, atomically: true, encoding: .utf8)
+        #expect(try Trace.read(path: extremes.path).keys == [.min, .max, -1])
+        let over = directory.appendingPathComponent("o.trace")
+        try "-9223372036854775809\n".write(to: over, atomically: true, encoding: .utf8)
+        #expect(throws: TraceError.self) { try Trace.read(path: over.path) }
+        let bom = directory.appendingPathComponent("b.csv")
+        try Data([0xEF, 0xBB, 0xBF] + Array("obj_id,x\n7,1\n8,1\n".utf8)).write(to: bom)
+        #expect(try Trace.read(path: bom.path).keys == [7, 8])
+    }
+
+    @Test("OPT takes any size, however far beyond the trace, without reserving memory for it")
+    func optHugeSize() {
+        let keys = [1, 2, 1, 3, 2]
+        for size in [5, 1 << 40, Int.max] {
+            let result = Simulator.optimal(keys, size: size)
+            #expect(result.misses == 3)
+            #expect(result.size == size)
+        }
     }
 
     @Test("a file larger than one read chunk streams across chunk boundaries")
@@ -363,6 +400,105 @@ struct CommandLineTests {
         ])
         let cases = rows.map { "\($0["workload"] as? String ?? "?") \($0["threads"] as? Int ?? 0)" }
         #expect(cases == ["get-hit 1", "get-hit 2", "get-miss 1", "get-miss 2", "mix 1"])
+    }
+
+    /// Runs `cachekit` with `arguments`; its exit status and standard output.
+    func output(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = Self.tool
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
+    @Test(
+        "numbers too large for memory are refused naming their flag; sizes beyond the trace work",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first"),
+        arguments: [
+            (["simulate", "--workload", "zipf", "--keys", "9223372036854775807", "--requests", "10"], "--keys"),
+            (["simulate", "--workload", "loop", "--keys", "5", "--requests", "9223372036854775807"], "--requests"),
+            (["bench", "--capacity", "5000000000000000000", "--subjects", "Dictionary"], "--capacity"),
+            (["bench", "--ops", "9223372036854775807", "--subjects", "Dictionary"], "--ops"),
+            (["bench", "--memory", "--entries", "99999999999999"], "--entries"),
+        ]
+    )
+    func hugeNumbers(arguments: [String], flag: String) throws {
+        let refused = try run(arguments)
+        #expect(refused.status != 0)
+        #expect(refused.errors.contains("\(flag) must be a whole number from 1 to"), "\(refused.errors)")
+    }
+
+    @Test(
+        "a size far beyond the trace simulates every policy and OPT",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func sizeBeyondTrace() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let trace = directory.appendingPathComponent("t.trace")
+        try "1\n2\n1\n".write(to: trace, atomically: true, encoding: .utf8)
+        let result = try run(["simulate", trace.path, "--size", "9223372036854775807"])
+        #expect(result.status == 0, "\(result.errors)")
+    }
+
+    @Test(
+        "policies that tie are recommended in the order they were asked for, the same every run",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func tiesAreDeterministic() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let trace = directory.appendingPathComponent("t.trace")
+        try "1\n2\n1\n2\n3\n1\n".write(to: trace, atomically: true, encoding: .utf8)
+        for order in ["sieve,lru,fifo", "fifo,sieve,lru"] {
+            for _ in 0..<3 {  // each process seeds its hashing anew
+                let result = try output(["simulate", trace.path, "--sizes", "3", "--policy", order])
+                #expect(result.status == 0)
+                let first = String(order.prefix { $0 != "," })
+                #expect(result.output.contains("at 3 entries the best policy is \(first) "), "\(result.output)")
+                #expect(result.output.contains("recommended policy for this workload: \(first) "), "\(result.output)")
+            }
+        }
+    }
+
+    @Test(
+        "the miss-ratio plot is well-formed XML whatever the trace's name",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func plotEscapesNames() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let trace = directory.appendingPathComponent("we&ird<\"x\u{01}.trace")
+        try "1\n2\n1\n3\n".write(to: trace, atomically: true, encoding: .utf8)
+        let plot = directory.appendingPathComponent("mrc.svg")
+        let result = try run(["simulate", trace.path, "--sizes", "1,2", "--plot", plot.path])
+        #expect(result.status == 0, "\(result.errors)")
+        // What would make it malformed XML: a control character XML does not allow, or a markup
+        // character of the name left raw. (No XML parser here: FoundationXML needs libxml2.)
+        let svg = try String(contentsOf: plot, encoding: .utf8)
+        #expect(!svg.unicodeScalars.contains { $0.value < 0x20 && ![0x09, 0x0A, 0x0D].contains($0.value) })
+        #expect(svg.contains("we&amp;ird&lt;&quot;x\u{FFFD}.trace"), "\(svg)")
+        #expect(!svg.contains("we&ird"))
+    }
+
+    @Test(
+        "bench runs a case named twice in a list once",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func benchListsDeduplicated() throws {
+        let rows = try benchRows([
+            "--subjects", "Cache,Cache", "--workloads", "get-hit,get-hit", "--policies", "lru,lru",
+            "--threads", "1,1", "--ops", "2000", "--capacity", "500", "--repetitions", "1",
+        ])
+        #expect(rows.count == 1)
     }
 
     @Test(
