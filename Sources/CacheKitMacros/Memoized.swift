@@ -34,10 +34,11 @@
 /// use it for `MemoizedFunction/statistics`, `MemoizedFunction/expireAll()`, expiration
 /// triggers (`MemoizedFunction/expireAll(whenever:)`, `MemoizedFunction/expireAll(on:object:center:)`)
 /// and `MemoizedFunction/isEnabled`. `_uncached_NAME` is the body as written, private. The
-/// function's identity (its `MemoizedFunction/id`, part of every key) is the enclosing types'
-/// names and the function's full name, such as `"WeatherService.weather(for:)"`, after its file
-/// (`"App/Weather.swift:weather(for:)"`) when it or an enclosing type is private or
-/// fileprivate, so that same-named private functions of two files never share results. As the
+/// function's identity (its `MemoizedFunction/id`, part of every key) is its module, the
+/// enclosing types' names and the function's full name, such as
+/// `"App.WeatherService.weather(for:)"`, so that same-named functions of two modules sharing a
+/// cache never share results; or its file and then the names (`"App/Weather.swift:weather(for:)"`)
+/// when it or an enclosing type is private or fileprivate, so that those of two files do not. As the
 /// body runs in `_uncached_NAME`, `#function` inside it names `_uncached_NAME` (`#fileID` and
 /// `#line` are unchanged).
 ///

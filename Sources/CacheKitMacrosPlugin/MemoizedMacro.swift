@@ -220,9 +220,31 @@ struct MemoizationPlan {
                 id: "asyncTypedThrows"
             )
         }
-        let output = function.signature.returnClause?.type.trimmed
+        var output = function.signature.returnClause?.type.trimmed
         if let returnType = function.signature.returnClause?.type, Self.containsOpaqueType(returnType) {
             error(returnType, "@Memoized cannot memoize a function with an opaque result type", id: "opaqueResult")
+        }
+        // `T!` is no type of its own outside a declaration's result: the stored results and the
+        // closure that computes them are `T?` (the function still returns `T!`).
+        if let unwrapped = output?.as(ImplicitlyUnwrappedOptionalTypeSyntax.self) {
+            output = TypeSyntax(OptionalTypeSyntax(wrappedType: unwrapped.wrappedType.trimmed))
+        }
+        // In a class or actor, `Self` is the dynamic type, which no stored property can name.
+        if let returnType = function.signature.returnClause?.type,
+            returnType.tokens(viewMode: .sourceAccurate).contains(where: { $0.tokenKind == .keyword(.Self) }),
+            let owner = lexicalContext.first(where: {
+                $0.is(ClassDeclSyntax.self) || $0.is(ActorDeclSyntax.self) || $0.is(StructDeclSyntax.self)
+                    || $0.is(EnumDeclSyntax.self) || $0.is(ExtensionDeclSyntax.self)
+            }),
+            owner.is(ClassDeclSyntax.self) || owner.is(ActorDeclSyntax.self)
+        {
+            let kind = owner.is(ClassDeclSyntax.self) ? "class" : "actor"
+            error(
+                returnType,
+                "@Memoized cannot memoize a \(kind)'s method whose result type uses 'Self' (the results are "
+                    + "stored by a type that cannot name it); write the \(kind)'s name instead",
+                id: "selfResult"
+            )
         }
         for attribute in function.attributes {
             guard case .attribute(let attribute) = attribute else { continue }
@@ -354,19 +376,24 @@ struct MemoizationPlan {
 
         let labels = parameters.map { "\($0.label ?? "_"):" }.joined()
         var identity = (typePath + ["\(baseName)(\(labels))"]).joined(separator: ".")
-        // A private or fileprivate function (or one in a private type or extension) can share its
-        // name and enclosing type names with one in another file: its identity starts with its
-        // file (`Module/File.swift`), so two such functions sharing a cache never collide.
+        // Functions of two modules can share their names and enclosing type names, and a cache
+        // (a `MemoCache` one module makes public): the identity starts with the module, taken from
+        // the file's ID (`Module/File.swift`). A private or fileprivate function (or one in a
+        // private type or extension) can share them with one in another file of its own module:
+        // its identity starts with the whole file ID.
         let isFilePrivate = ([Syntax(function)] + lexicalContext).contains { node in
             node.asProtocol(WithModifiersSyntax.self)?.modifiers.contains {
                 $0.name.tokenKind == .keyword(.private) || $0.name.tokenKind == .keyword(.fileprivate)
             } ?? false
         }
-        if isFilePrivate,
-            let file = context.location(of: function, at: .afterLeadingTrivia, filePathMode: .fileID)?.file
-                .as(StringLiteralExprSyntax.self)?.representedLiteralValue
+        if let file = context.location(of: function, at: .afterLeadingTrivia, filePathMode: .fileID)?.file
+            .as(StringLiteralExprSyntax.self)?.representedLiteralValue
         {
-            identity = "\(file):\(identity)"
+            if isFilePrivate {
+                identity = "\(file):\(identity)"
+            } else if let module = file.split(separator: "/").first, !module.isEmpty {
+                identity = "\(module).\(identity)"
+            }
         }
         var argumentList = LabeledExprListSyntax(initializerArguments)
         if !argumentList.isEmpty {

@@ -247,6 +247,11 @@ enum Awkward {
     }
 }
 
+/// A result type written `T!`, which the macro stores as `T?`.
+enum UnwrappedLookups {
+    @Memoized static func find(_ id: Int) -> Int! { id < 0 ? nil : id * 2 }
+}
+
 @Suite("@Memoized behaviour")
 struct MemoizedBehaviourTests {
     @Test func samePrivateNamesInTwoFilesSharingACacheDoNotCollide() {
@@ -288,7 +293,7 @@ struct MemoizedBehaviourTests {
         let statistics = squarer._memoized_square.statistics
         #expect(statistics.hitCount == 1)
         #expect(statistics.missCount == 2)
-        #expect(squarer._memoized_square.id == "Squarer.square(_:)")
+        #expect(squarer._memoized_square.id == "CacheKitMacrosTests.Squarer.square(_:)")
     }
 
     @Test func eachInstanceOfAClassHasItsOwnCache() {
@@ -380,7 +385,7 @@ struct MemoizedBehaviourTests {
         #expect(Lookups.shared.count == 2)
         Lookups._memoized_length.expireAll()  // only length's results leave the shared cache
         #expect(Lookups.shared.count == 1)
-        #expect(Lookups._memoized_vowels.id == "Lookups.vowels(of:)")
+        #expect(Lookups._memoized_vowels.id == "CacheKitMacrosTests.Lookups.vowels(of:)")
     }
 
     @Test func instancesSharingACacheKeepTheirOwnResults() {
@@ -478,5 +483,13 @@ struct MemoizedBehaviourTests {
         #expect(await counter.triple(4) == 12)
         #expect(await counter.asyncRuns == 1)
         #expect(await counter.syncRuns == 1)
+    }
+
+    @Test func anImplicitlyUnwrappedResultCompilesAndIsStored() {
+        let found: Int? = UnwrappedLookups.find(4)
+        #expect(found == 8)
+        #expect(UnwrappedLookups.find(-1) == nil)
+        _ = UnwrappedLookups.find(4)
+        #expect(UnwrappedLookups._memoized_find.statistics.hitCount == 1)
     }
 }

@@ -54,7 +54,7 @@ struct MemoizedExpansionTests {
                         }
                     }
 
-                    let _memoized_weather = CacheKit.MemoizedFunction<Weather>("WeatherService.weather(for:)", countLimit: 5, policy: .lru, expiresAfter: .seconds(5))
+                    let _memoized_weather = CacheKit.MemoizedFunction<Weather>("TestModule.WeatherService.weather(for:)", countLimit: 5, policy: .lru, expiresAfter: .seconds(5))
 
                     private func _uncached_weather(for location: Location) async throws -> Weather {
                         try await api.fetch(location)
@@ -82,7 +82,7 @@ struct MemoizedExpansionTests {
                         }
                     }
 
-                    public static let _memoized_parse = CacheKit.MemoizedFunction<Int>("Parser.parse(_:strict:)")
+                    public static let _memoized_parse = CacheKit.MemoizedFunction<Int>("TestModule.Parser.parse(_:strict:)")
 
                     private func _uncached_parse(_ text: String, strict: Bool) throws(ParseError) -> Int {
                         try run(text, strict)
@@ -107,7 +107,7 @@ struct MemoizedExpansionTests {
                     }
                 }
 
-                let _memoized_record = CacheKit.MemoizedFunction<Void>("record(_:note:)")
+                let _memoized_record = CacheKit.MemoizedFunction<Void>("TestModule.record(_:note:)")
 
                 private func _uncached_record(_ values: [Int], note: String) {
                     print(values, note)
@@ -134,7 +134,7 @@ struct MemoizedExpansionTests {
                         }
                     }
 
-                    let _memoized_balance = CacheKit.MemoizedFunction<Int>(CacheKit.Memoization.instanceIdentity("Account.balance(in:)"), cache: Account.shared)
+                    let _memoized_balance = CacheKit.MemoizedFunction<Int>(CacheKit.Memoization.instanceIdentity("TestModule.Account.balance(in:)"), cache: Account.shared)
 
                     private func _uncached_balance(in currency: String) -> Int {
                         cents / rate(currency)
@@ -162,7 +162,7 @@ struct MemoizedExpansionTests {
                         }
                     }
 
-                    static let _memoized_country = CacheKit.MemoizedFunction<Country?>("Outer.Lookups.country(code:verbose:)", cache: Self.shared)
+                    static let _memoized_country = CacheKit.MemoizedFunction<Country?>("TestModule.Outer.Lookups.country(code:verbose:)", cache: Self.shared)
 
                     @MainActor private static func _uncached_country(code: String, verbose: Bool) async -> Country? {
                         await load(code)
@@ -206,7 +206,7 @@ struct MemoizedExpansionTests {
                         }
                     }
 
-                    let _memoized_value = CacheKit.MemoizedFunction<Int>("Store.value(id:)", insertionPolicy: { (value: Int) in
+                    let _memoized_value = CacheKit.MemoizedFunction<Int>("TestModule.Store.value(id:)", insertionPolicy: { (value: Int) in
                             value > 0
                         })
 
@@ -405,6 +405,64 @@ struct MemoizedExpansionTests {
                     line: 3,
                     column: 27
                 )
+            ]
+        )
+    }
+
+    @Test func anImplicitlyUnwrappedResultIsStoredAsAnOptional() {
+        assertExpansion(
+            """
+            enum Lookup {
+                @Memoized static func find(_ id: Int) -> Int! { id }
+            }
+            """,
+            expandedSource: """
+                enum Lookup {
+                    static func find(_ id: Int) -> Int! {
+                        Self._memoized_find.call(arguments: CacheKit.MemoArguments(id)) { () -> Int? in
+                            self._uncached_find(id)
+                        }
+                    }
+
+                    static let _memoized_find = CacheKit.MemoizedFunction<Int?>("TestModule.Lookup.find(_:)")
+
+                    private static func _uncached_find(_ id: Int) -> Int! {
+                        id
+                    }
+                }
+                """
+        )
+    }
+
+    @Test func selfInTheResultOfAClassOrActorMethodIsAnError() {
+        let message = { (kind: String) in
+            "@Memoized cannot memoize a \(kind)'s method whose result type uses 'Self' (the results are stored "
+                + "by a type that cannot name it); write the \(kind)'s name instead"
+        }
+        assertExpansion(
+            """
+            final class Node {
+                @Memoized func copy() -> Self { self }
+            }
+            actor Pool {
+                @Memoized func all() -> [Self] { [] }
+            }
+            """,
+            expandedSource: """
+                final class Node {
+                    func copy() -> Self {
+                        self
+                    }
+                }
+                actor Pool {
+                    func all() -> [Self] {
+                        []
+                    }
+                }
+                """,
+            diagnostics: [
+                error(message("class"), line: 2, column: 30),
+                error(message("actor"), line: 5, column: 29),
             ]
         )
     }

@@ -570,4 +570,44 @@ struct MemoizationTests {
         memo.resetStatistics()
         #expect(memo.statistics == MemoStatistics())
     }
+
+    @Test(
+        "a task a run started may call the function with the run's key: it waits or hits, never a false recursiveLoad",
+        arguments: [false, true]
+    )
+    func callFromATaskTheRunStarted(onStorage: Bool) async throws {
+        let memo =
+            onStorage
+            ? MemoizedFunction<Int>("f", storage: SharedCache<MemoKey, MemoValue>(countLimit: 10))
+            : MemoizedFunction<Int>("f")
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let started = Locked<Task<Int, any Error>?>(nil)
+        let first = try await memo.call(arguments: 1) { () async throws -> Int in
+            // Inherits the run's task-locals, its load chain among them; the run does not wait for it.
+            let task = Task { () async throws -> Int in
+                for await _ in gate { break }
+                return try await memo.call(arguments: 1) { () async throws -> Int in 99 }
+            }
+            started.mutate { $0 = task }
+            return 42
+        }
+        #expect(first == 42)
+        open.yield()
+        open.finish()
+        let inner = try #require(started.value)
+        #expect(try await inner.value == 42, "a hit on the stored result")
+    }
+
+    @Test("a non-throwing function's recursive call counts once, as the bypass it runs")
+    func recursionCountsOnce() async {
+        let memo = MemoizedFunction<Int>("r")
+        let value = await memo.call(arguments: 1) { () async -> Int in
+            await memo.call(arguments: 1) { () async -> Int in 5 } + 1
+        }
+        #expect(value == 6)
+        let statistics = memo.statistics
+        #expect(statistics.missCount == 1)
+        #expect(statistics.bypassCount == 1)
+        #expect(statistics.hitCount + statistics.missCount + statistics.bypassCount == 2)
+    }
 }

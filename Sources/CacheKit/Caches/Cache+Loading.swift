@@ -100,8 +100,9 @@ extension Cache where Key: Sendable, Value: Sendable {
     /// - The load runs in its own task. Cancelling a waiter does not cancel the load, which
     ///   still stores its value for the others; the cancelled waiter still receives the result.
     /// - A loader may read and load other keys of this cache. A loader that asks this cache for
-    ///   its own key (directly or through other loads it started) gets
-    ///   ``CacheLoadError/recursiveLoad(key:)`` instead of waiting forever. Cycles that pass
+    ///   its own key while it is not stored (directly or through other loads it started) gets
+    ///   ``CacheLoadError/recursiveLoad(key:)`` instead of waiting forever; a stored value is
+    ///   returned to anyone, tasks a loader started among them. Cycles that pass
     ///   through loads started by other callers are not detected; a background refresh counts
     ///   as started by no caller (nothing waits for it).
     /// - The loaded value is stored with `cost` and `expiresAfter`, like
@@ -142,9 +143,9 @@ extension Cache where Key: Sendable, Value: Sendable {
     ) async throws -> (value: Value, wasHit: Bool) {
         let id = ObjectIdentifier(self)
         let chain = _LoadChain.links
-        if chain.contains(where: { $0.cache == id && ($0.key as? Key) == key }) {
-            throw CacheLoadError.recursiveLoad(key: "\(key)")
-        }
+        // A cycle only if the key misses: a hit answers whoever asks (a task a loader started
+        // may read the key its loader stored, or is storing; nothing waits on anything).
+        let recursive = chain.contains(where: { $0.cache == id && ($0.key as? Key) == key })
         let link = chain + [_LoadChain.Link(cache: id, key: key)]
         let now = _timekeeper.now()
         var observer: ((CacheActivity<Key>) -> Void)?
@@ -182,6 +183,7 @@ extension Cache where Key: Sendable, Value: Sendable {
                 }
                 return (value, nil)
             }
+            if recursive { return (nil, nil) }  // thrown below, outside the lock
             if let load = state.loads[key] {
                 load.answersMiss = true
                 return (nil, (load.task as! Task<Value, any Error>))
@@ -205,7 +207,8 @@ extension Cache where Key: Sendable, Value: Sendable {
         }
         observer?(hit == nil ? .miss(key: key) : .hit(key: key))
         if let hit { return (hit, true) }
-        return (try await task!.value, false)
+        guard let task else { throw CacheLoadError.recursiveLoad(key: "\(key)") }
+        return (try await task.value, false)
     }
 
     /// The slot of `key` if its value is due for a refresh and no load for it is running, else -1.

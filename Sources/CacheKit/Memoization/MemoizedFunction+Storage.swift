@@ -142,12 +142,13 @@ extension MemoizedFunction {
         guard let backing else { preconditionFailure("a function without storage has a cache") }
         let chain = _LoadChain.links
         let identity = ObjectIdentifier(self)
-        if chain.contains(where: { $0.cache == identity && ($0.key as? MemoKey) == key }) {
-            throw CacheLoadError.recursiveLoad(key: "\(key)")
-        }
         if let hit = freshValue(forKey: key, in: backing) {
             counters.recordHit(saving: hit.value.computeTime)
             return hit.result
+        }
+        // A cycle only on a miss: a hit answers whoever asks (see `Cache._value(forKey:…)`).
+        if chain.contains(where: { $0.cache == identity && ($0.key as? MemoKey) == key }) {
+            throw CacheLoadError.recursiveLoad(key: "\(key)")
         }
         let link = chain + [_LoadChain.Link(cache: identity, key: key)]
         let task = backing.state.withLock { state -> Task<(value: MemoValue, wasStored: Bool), any Error> in

@@ -381,6 +381,17 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         arguments: Arguments,
         _ compute: @escaping @Sendable () async throws -> Output
     ) async throws -> Output {
+        try await call(arguments: arguments, compute, recursionIsAMiss: true)
+    }
+
+    /// The throwing `call(arguments:_:)`. `recursionIsAMiss`: whether a recursive call (which
+    /// throws `recursiveLoad` before any run) counts as a miss; the non-throwing `call` counts
+    /// it as the bypass it then runs instead, and once is enough.
+    func call<Arguments: Hashable & Sendable>(
+        arguments: Arguments,
+        _ compute: @escaping @Sendable () async throws -> Output,
+        recursionIsAMiss: Bool
+    ) async throws -> Output {
         guard isCaching else {
             counters.recordBypass()
             return try await compute()
@@ -422,6 +433,9 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
                 expiresAfter: expiresAfter,
                 loader: loader
             )
+        } catch CacheLoadError.recursiveLoad(let key) {
+            if recursionIsAMiss { counters.recordMiss() }
+            throw CacheLoadError.recursiveLoad(key: key)
         } catch {
             // A failed run, shared or not, is a miss for every caller that waited for it.
             counters.recordMiss()
@@ -446,7 +460,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     ) async -> Output {
         let throwing: @Sendable () async throws -> Output = compute
         do {
-            return try await call(arguments: arguments, throwing)
+            return try await call(arguments: arguments, throwing, recursionIsAMiss: false)
         } catch {
             // `compute` throws nothing: the error is the recursive load's. Run it as if caching
             // were off for this call.
