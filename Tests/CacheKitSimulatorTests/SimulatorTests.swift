@@ -190,18 +190,12 @@ struct TraceFileTests {
 
     @Test("the whole 64-bit range of keys reads, and a byte order mark before a CSV header is skipped")
     func keyRangeAndByteOrderMark() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let extremes = directory.appendingPathComponent("x.trace")
-        try "-9223372036854775808\n9223372036854775807\n-1\n".write(to: extremes, atomically: true, encoding: .utf8)
-        #expect(try Trace.read(path: extremes.path).keys == [.min, .max, -1])
-        let over = directory.appendingPathComponent("o.trace")
-        try "-9223372036854775809\n".write(to: over, atomically: true, encoding: .utf8)
-        #expect(throws: TraceError.self) { try Trace.read(path: over.path) }
-        let bom = directory.appendingPathComponent("b.csv")
-        try Data([0xEF, 0xBB, 0xBF] + Array("obj_id,x\n7,1\n8,1\n".utf8)).write(to: bom)
-        #expect(try Trace.read(path: bom.path).keys == [7, 8])
+        let extremes = try write("-9223372036854775808\n9223372036854775807\n-1\n", "x.trace")
+        #expect(try Trace.read(path: extremes).keys == [.min, .max, -1])
+        let over = try write("-9223372036854775809\n", "o.trace")
+        #expect(throws: TraceError.self) { try Trace.read(path: over) }
+        let bom = try write("\u{FEFF}obj_id,x\n7,1\n8,1\n", "b.csv")
+        #expect(try Trace.read(path: bom).keys == [7, 8])
     }
 
     @Test("OPT takes any size, however far beyond the trace, without reserving memory for it")
@@ -300,6 +294,17 @@ struct CommandLineTests {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
+    /// Calls `body` with a new temporary directory holding a trace file named `name` with
+    /// `lines`, removed when `body` returns.
+    func withTrace<R>(_ lines: String, named name: String = "t.trace", _ body: (_ trace: URL) throws -> R) throws -> R {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let trace = directory.appendingPathComponent(name)
+        try lines.write(to: trace, atomically: true, encoding: .utf8)
+        return try body(trace)
+    }
+
     /// Runs `cachekit` with `arguments`; its exit status and standard error.
     func run(_ arguments: [String]) throws -> (status: Int32, errors: String) {
         let process = Process()
@@ -325,16 +330,13 @@ struct CommandLineTests {
         ]
     )
     func inapplicableFlags(flags: [String], message: String) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let trace = directory.appendingPathComponent("t.trace")
-        try "1\n2\n1\n".write(to: trace, atomically: true, encoding: .utf8)
-        let valid = try run(["simulate", trace.path, "--sizes", "1"])
-        #expect(valid.status == 0, "\(valid.errors)")
-        let refused = try run(["simulate", trace.path, "--sizes", "1"] + flags)
-        #expect(refused.status != 0)
-        #expect(refused.errors.contains(message), "\(refused.errors)")
+        try withTrace("1\n2\n1\n") { trace in
+            let valid = try run(["simulate", trace.path, "--sizes", "1"])
+            #expect(valid.status == 0, "\(valid.errors)")
+            let refused = try run(["simulate", trace.path, "--sizes", "1"] + flags)
+            #expect(refused.status != 0)
+            #expect(refused.errors.contains(message), "\(refused.errors)")
+        }
     }
 
     /// The rows `cachekit bench --json` prints for `arguments` (after `bench`), expecting it to
@@ -438,13 +440,10 @@ struct CommandLineTests {
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
     func sizeBeyondTrace() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let trace = directory.appendingPathComponent("t.trace")
-        try "1\n2\n1\n".write(to: trace, atomically: true, encoding: .utf8)
-        let result = try run(["simulate", trace.path, "--size", "9223372036854775807"])
-        #expect(result.status == 0, "\(result.errors)")
+        try withTrace("1\n2\n1\n") { trace in
+            let result = try run(["simulate", trace.path, "--size", "9223372036854775807"])
+            #expect(result.status == 0, "\(result.errors)")
+        }
     }
 
     @Test(
@@ -452,11 +451,10 @@ struct CommandLineTests {
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
     func tiesAreDeterministic() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let trace = directory.appendingPathComponent("t.trace")
-        try "1\n2\n1\n2\n3\n1\n".write(to: trace, atomically: true, encoding: .utf8)
+        try withTrace("1\n2\n1\n2\n3\n1\n") { trace in try checkTies(trace) }
+    }
+
+    func checkTies(_ trace: URL) throws {
         for order in ["sieve,lru,fifo", "fifo,sieve,lru"] {
             for _ in 0..<3 {  // each process seeds its hashing anew
                 let result = try output(["simulate", trace.path, "--sizes", "3", "--policy", order])
@@ -473,12 +471,11 @@ struct CommandLineTests {
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
     func plotEscapesNames() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let trace = directory.appendingPathComponent("we&ird<\"x\u{01}.trace")
-        try "1\n2\n1\n3\n".write(to: trace, atomically: true, encoding: .utf8)
-        let plot = directory.appendingPathComponent("mrc.svg")
+        try withTrace("1\n2\n1\n3\n", named: "we&ird<\"x\u{01}.trace") { trace in try checkPlot(of: trace) }
+    }
+
+    func checkPlot(of trace: URL) throws {
+        let plot = trace.deletingLastPathComponent().appendingPathComponent("mrc.svg")
         let result = try run(["simulate", trace.path, "--sizes", "1,2", "--plot", plot.path])
         #expect(result.status == 0, "\(result.errors)")
         // What would make it malformed XML: a control character XML does not allow, or a markup
