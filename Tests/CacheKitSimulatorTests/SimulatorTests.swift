@@ -305,18 +305,27 @@ struct CommandLineTests {
         return try body(trace)
     }
 
-    /// Runs `cachekit` with `arguments`; its exit status and standard error.
-    func run(_ arguments: [String]) throws -> (status: Int32, errors: String) {
+    /// Runs `cachekit` with `arguments`; its exit status, standard output and standard error
+    /// (both small in these tests: each is read to its end in turn).
+    func execute(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
         process.executableURL = Self.tool  // the tests that call this run only when it was found
         process.arguments = arguments
+        let output = Pipe()
         let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = output
         process.standardError = errors
         try process.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let reported = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        return (process.terminationStatus, text)
+        return (process.terminationStatus, printed, reported)
+    }
+
+    /// Runs `cachekit` with `arguments`; its exit status and standard error.
+    func run(_ arguments: [String]) throws -> (status: Int32, errors: String) {
+        let result = try execute(arguments)
+        return (result.status, result.errors)
     }
 
     @Test(
@@ -404,20 +413,6 @@ struct CommandLineTests {
         #expect(cases == ["get-hit 1", "get-hit 2", "get-miss 1", "get-miss 2", "mix 1"])
     }
 
-    /// Runs `cachekit` with `arguments`; its exit status and standard output.
-    func output(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = Self.tool
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
-    }
-
     @Test(
         "numbers too large for memory are refused naming their flag; sizes beyond the trace work",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first"),
@@ -457,7 +452,7 @@ struct CommandLineTests {
     func checkTies(_ trace: URL) throws {
         for order in ["sieve,lru,fifo", "fifo,sieve,lru"] {
             for _ in 0..<3 {  // each process seeds its hashing anew
-                let result = try output(["simulate", trace.path, "--sizes", "3", "--policy", order])
+                let result = try execute(["simulate", trace.path, "--sizes", "3", "--policy", order])
                 #expect(result.status == 0)
                 let first = String(order.prefix { $0 != "," })
                 #expect(result.output.contains("at 3 entries the best policy is \(first) "), "\(result.output)")
