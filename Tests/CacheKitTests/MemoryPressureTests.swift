@@ -232,6 +232,48 @@ struct MemoryPressureTests {
         #expect(try source.currentLevel() == expected)
     }
 
+    @Test("cgroup v2: a limit on an ancestor binds the process; the cgroup nearest its limit gives the level")
+    func cgroupV2AncestorLimit() throws {
+        let root = try FakeRoot()
+        // The slice is limited, the service is not (systemd's MemoryMax= on a slice).
+        try root.cgroupV2(current: "950", max: "max")
+        try root.write("sys/fs/cgroup/app.slice/memory.max", "1000\n")
+        try root.write("sys/fs/cgroup/app.slice/memory.current", "990\n")
+        try root.write("sys/fs/cgroup/app.slice/memory.stat", "inactive_file 40\n")
+        let source = try LinuxMemoryPressureSource(root: root.path)
+        #expect(try source.readings() == MemoryPressureReadings(usedBytes: 950, limitBytes: 1000))
+        #expect(try source.currentLevel() == .critical)
+        // The service's own limit is nearer: it gives the level.
+        try root.write("sys/fs/cgroup/app.slice/app.service/memory.max", "960\n")
+        #expect(try source.readings() == MemoryPressureReadings(usedBytes: 950, limitBytes: 960))
+        // Under a cgroup namespace the container's own cgroup is the mount point.
+        let container = try FakeRoot()
+        try container.write("proc/self/cgroup", "0::/init\n")
+        try container.write("sys/fs/cgroup/memory.max", "1000\n")
+        try container.write("sys/fs/cgroup/memory.current", "990\n")
+        try container.write("sys/fs/cgroup/init/memory.max", "max\n")
+        try container.write("sys/fs/cgroup/init/memory.current", "990\n")
+        #expect(try LinuxMemoryPressureSource(root: container.path).currentLevel() == .critical)
+    }
+
+    @Test("cgroup v2: event counters near 2^64 add up without trapping")
+    func cgroupV2HugeEvents() throws {
+        let root = try FakeRoot()
+        let events = "sys/fs/cgroup/app.slice/app.service/memory.events"
+        try root.cgroupV2(current: "1", max: "max", events: FakeRoot.events())
+        let source = try LinuxMemoryPressureSource(root: root.path)
+        try root.write(
+            events,
+            "low 0\nhigh 0\nmax 9223372036854775808\noom 9223372036854775808\noom_kill 0\noom_group_kill 0\n"
+        )
+        #expect(try source.readings().newLimitEvents == .max)
+        try root.write(
+            events,
+            "low 0\nhigh 0\nmax 9223372036854775809\noom 9223372036854775808\noom_kill 0\noom_group_kill 0\n"
+        )
+        #expect(try source.currentLevel() == .critical)
+    }
+
     @Test("cgroup v1: the mount point stands in for a cgroup folder the container cannot see")
     func cgroupV1MountPoint() throws {
         let root = try FakeRoot()
@@ -392,6 +434,27 @@ struct MemoryPressureTests {
         #expect(untouched.count == 0)
     }
 
+    @Test("trimming to a fraction keeps the fraction as written, in every cache", arguments: [0.29, 0.57, 0.1, 0.7])
+    func trimKeepsTheWrittenFraction(fraction: Double) {
+        let expected = Int((fraction * 100).rounded())  // 100 entries
+        let cache = Cache<Int, Int>()
+        let serial = SerialCache<Int, Int>()
+        let shared = SharedCache<Int, Int>()
+        for i in 0..<100 {
+            cache[i] = i
+            serial[i] = i
+            shared[i] = i
+        }
+        cache.memoryPressureAction = .trim(toFraction: fraction)
+        cache.handleMemoryPressure()
+        serial.memoryPressureAction = .trim(toFraction: fraction)
+        serial.handleMemoryPressure()
+        shared.handleMemoryPressure(.trim(toFraction: fraction))
+        #expect(cache.count == expected)
+        #expect(serial.count == expected)
+        #expect(shared.count == expected)
+    }
+
     @Test("the veto is asked on memory pressure")
     func veto() throws {
         let source = FakeSource()
@@ -431,6 +494,28 @@ struct MemoryPressureTests {
         #expect(await second.next() == nil)
         var late = monitor.levels.makeAsyncIterator()
         #expect(await late.next() == nil)
+    }
+
+    @Test("a handler that checks again leaves every later subscriber with the newest level")
+    func reentrantCheck() throws {
+        let source = FakeSource()
+        let monitor = MemoryPressureMonitor(source: source, clock: ManualClock())
+        let heard = Locked<[String]>([])
+        let first = monitor.subscribe { level in
+            heard.mutate { $0.append("A \(level)") }
+            if level == .warning {
+                source.level = .critical
+                _ = try? monitor.check()
+            }
+        }
+        let second = monitor.subscribe { level in heard.mutate { $0.append("B \(level)") } }
+        source.level = .warning
+        try monitor.check()
+        #expect(monitor.level == .critical)
+        #expect(heard.value == ["A warning", "A critical", "B critical"])
+        first.cancel()
+        second.cancel()
+        monitor.stop()
     }
 
     @Test("a cancelled subscription is not called; cancelling twice does nothing")

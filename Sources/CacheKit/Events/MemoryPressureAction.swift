@@ -22,5 +22,16 @@ public struct MemoryPressureAction: Hashable, Sendable {
 
     /// How many of `count` entries may stay.
     @inlinable
-    func keptCount(of count: Int) -> Int { Int(Double(count) * keptFraction) }
+    func keptCount(of count: Int) -> Int { Self.keptCount(of: count, fraction: keptFraction) }
+
+    /// `count` times `fraction`, rounded down, but as the fraction is written in decimal: the
+    /// `Double` nearest 0.29 is a little below it, and 100 × it truncates to 28, not 29. A
+    /// product within a billionth of a whole number counts as that number.
+    @inlinable
+    static func keptCount(of count: Int, fraction: Double) -> Int {
+        let exact = Double(count) * fraction
+        let nearest = exact.rounded()
+        let kept = Swift.abs(exact - nearest) <= Swift.max(1, nearest) * 1e-9 ? nearest : exact.rounded(.down)
+        return Swift.min(count, Swift.max(0, Int(kept)))
+    }
 }

@@ -14,6 +14,9 @@
 ///   `sys/fs/cgroup/memory/<path>/memory.usage_in_bytes`, `memory.limit_in_bytes` (a limit of
 ///   2^62 bytes or more means unlimited) and `memory.stat`. If the folder for `<path>` does not
 ///   exist (a container that sees its own cgroup at the mount point), the mount point is used.
+///   In v2, a limit on an ancestor of `<path>` (up to the mount point) binds the process too:
+///   the usage and limit read are those of the cgroup, its own or an ancestor, nearest to its
+///   limit. (v1 is read at `<path>` alone.)
 ///
 /// Inactive page cache (`inactive_file`, v1 `total_inactive_file` in `memory.stat`) is subtracted
 /// from the usage, as the kernel reclaims it first (the kubelet's "working set").
@@ -82,8 +85,11 @@ public final class LinuxMemoryPressureSource: MemoryPressureSource {
             {
                 readAny = true
                 readings.newHighEvents = new["high", default: 0]
-                readings.newLimitEvents = ["max", "oom", "oom_kill", "oom_group_kill"].reduce(0) {
-                    $0 + new[$1, default: 0]
+                // Saturating: the kernel prints these as unsigned 64-bit counts, and only whether
+                // any rose matters.
+                readings.newLimitEvents = ["max", "oom", "oom_kill", "oom_group_kill"].reduce(0) { total, name in
+                    let (sum, overflow) = total.addingReportingOverflow(new[name, default: 0])
+                    return overflow ? .max : sum
                 }
             }
         }

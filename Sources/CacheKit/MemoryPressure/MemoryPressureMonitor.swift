@@ -20,7 +20,10 @@
 /// nobody: ``levels`` reports every change, falls to `.normal` included. Subscribers are called
 /// in the order they subscribed, on the task that took the reading, with no lock held, so they
 /// may call back into the monitor. A subscription cancelled before its turn (by an earlier
-/// handler, say) is skipped; one whose handler is already running finishes that call.
+/// handler, say) is skipped; one whose handler is already running finishes that call. When a
+/// newer reading changes the level while the subscribers of an older one are being called (a
+/// handler that frees memory and checks again, say), the older one calls no one more: the
+/// newer one calls those its level is due to.
 ///
 /// A reading that fails (a file became unreadable or malformed) leaves the level as it was and
 /// is kept in ``lastError``.
@@ -41,6 +44,9 @@ public final class MemoryPressureMonitor: Sendable {
         var subscribed: Set<UInt64> = []
         var streams: [UInt64: AsyncStream<MemoryPressureLevel>.Continuation] = [:]
         var isStopped = false
+        /// Counts the level's changes, so that a check calling its subscribers can tell that a
+        /// newer reading (a handler's own `check()`, say) changed the level meanwhile.
+        var changes: UInt64 = 0
     }
 
     /// Where the readings come from.
@@ -113,29 +119,37 @@ public final class MemoryPressureMonitor: Sendable {
     @discardableResult
     public func check() throws -> MemoryPressureLevel {
         let reading = Result { try source.currentLevel() }
-        let (level, due) = state.withLock { state -> (MemoryPressureLevel, [Subscriber]) in
+        let (level, due, change) = state.withLock { state -> (MemoryPressureLevel, [Subscriber], UInt64) in
             let new: MemoryPressureLevel
             switch reading {
             case .failure(let error):
                 state.lastError = error
-                return (state.level, [])
+                return (state.level, [], state.changes)
             case .success(let level):
                 state.lastError = nil
                 new = level
             }
             let old = state.level
-            guard new != old else { return (new, []) }
+            guard new != old else { return (new, [], state.changes) }
             state.level = new
+            state.changes &+= 1
             // Yielding only buffers the element (no consumer code runs here), and doing it under
             // the lock keeps every stream in the order the levels were read.
             for stream in state.streams.values { stream.yield(new) }
-            guard new > old else { return (new, []) }
-            return (new, state.subscribers.filter { $0.threshold <= new })
+            guard new > old else { return (new, [], state.changes) }
+            return (new, state.subscribers.filter { $0.threshold <= new }, state.changes)
         }
         for subscriber in due {
             // Cancelled since the list was taken (by an earlier handler, or another thread):
-            // `cancel()` promises it is never called again.
-            guard state.withLock({ $0.subscribed.contains(subscriber.id) }) else { continue }
+            // `cancel()` promises it is never called again. And once a newer reading has changed
+            // the level, this one's level is out of date: that reading called whoever its level
+            // was due to (a handler that checks again must not leave the later subscribers
+            // hearing the older level last).
+            let (isSubscribed, isCurrent) = state.withLock { state in
+                (state.subscribed.contains(subscriber.id), state.changes == change)
+            }
+            guard isCurrent else { break }
+            guard isSubscribed else { continue }
             subscriber.handler(level)
         }
         return try reading.get()

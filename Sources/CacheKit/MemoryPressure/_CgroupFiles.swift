@@ -10,6 +10,10 @@ struct _CgroupFiles: Sendable {
     let events: String?
     /// Whether these are cgroup v2 files.
     let isV2: Bool
+    /// The v2 cgroup's ancestors up to the mount point, nearest first: a limit set on one of
+    /// them (a systemd slice's `MemoryMax=`, a container that moved itself into a child cgroup)
+    /// binds the process as much as its own.
+    var ancestors: [String] = []
 
     var all: [String] { [current, limit, stat] + (events.map { [$0] } ?? []) }
 
@@ -41,16 +45,23 @@ struct _CgroupFiles: Sendable {
         }
         let mount = _TextFile.join(root, "sys/fs/cgroup")
         if let v2Path {
-            for folder in [_TextFile.join(mount, String(v2Path)), mount]
+            let components = v2Path.split(separator: "/").map(String.init)
+            for (folder, depth) in [(_TextFile.join(mount, String(v2Path)), components.count), (mount, 0)]
             where _TextFile.exists(_TextFile.join(folder, "memory.current"))
                 || _TextFile.exists(_TextFile.join(folder, "memory.events"))
             {
+                // Up to the mount point itself, which is the container's own cgroup under a
+                // cgroup namespace (the host's root cgroup has no `memory.max`, and is skipped).
+                let ancestors = (0..<depth).reversed().map { count in
+                    count == 0 ? mount : _TextFile.join(mount, components.prefix(count).joined(separator: "/"))
+                }
                 return _CgroupFiles(
                     current: _TextFile.join(folder, "memory.current"),
                     limit: _TextFile.join(folder, "memory.max"),
                     stat: _TextFile.join(folder, "memory.stat"),
                     events: _TextFile.join(folder, "memory.events"),
-                    isV2: true
+                    isV2: true,
+                    ancestors: ancestors
                 )
             }
         }
@@ -71,8 +82,33 @@ struct _CgroupFiles: Sendable {
     }
 
     /// The memory in use less inactive page cache, and the limit (`nil` when unlimited), from
-    /// whichever files are readable.
+    /// whichever files are readable: the process's cgroup's, or, in v2, those of the ancestor
+    /// whose limit is the nearest to being reached, if that one is nearer than its own.
     func usage() throws -> (used: UInt64?, limit: UInt64?, readAny: Bool) {
+        var (used, limitBytes, readAny) = try usage(current: current, limit: limit, stat: stat)
+        for folder in ancestors {
+            let (usedHere, limitHere, _) = try usage(
+                current: _TextFile.join(folder, "memory.current"),
+                limit: _TextFile.join(folder, "memory.max"),
+                stat: _TextFile.join(folder, "memory.stat")
+            )
+            guard let usedHere, let limitHere, limitHere > 0 else { continue }
+            let fractionHere = Double(usedHere) / Double(limitHere)
+            if let used, let limitBytes, limitBytes > 0, Double(used) / Double(limitBytes) >= fractionHere { continue }
+            (used, limitBytes) = (usedHere, limitHere)
+            readAny = true
+        }
+        return (used, limitBytes, readAny)
+    }
+
+    /// `usage()` of one cgroup's files.
+    private func usage(
+        current: String,
+        limit: String,
+        stat: String
+    ) throws -> (
+        used: UInt64?, limit: UInt64?, readAny: Bool
+    ) {
         var readAny = false
         var used: UInt64?
         var limitBytes: UInt64?

@@ -453,7 +453,7 @@ extension SharedCache {
             collect(removed, into: &removals)
         case .trim(let keptFraction, let reason):
             var removed = _Removals<Key, Value>()
-            let kept = Int(Double(_state.pointee.core.count) * keptFraction)
+            let kept = MemoryPressureAction.keptCount(of: _state.pointee.core.count, fraction: keptFraction)
             _state.pointee.core.trim(
                 to: _TrimTarget(maxCount: kept, maxCost: .max, reason: reason),
                 protecting: -1,
