@@ -6,7 +6,7 @@ public struct MemoryPressureAction: Hashable, Sendable {
     public static let removeAll = MemoryPressureAction(keptFraction: 0)
 
     /// Evicts entries in eviction order until at most `fraction` of the current count remains
-    /// (`0.5` halves the cache).
+    /// (`0.5` halves the cache), rounded down: 0.29 of 100 entries keeps 29, of 99 keeps 28.
     ///
     /// - Precondition: `fraction` is in `0...1`.
     public static func trim(toFraction fraction: Double) -> MemoryPressureAction {
