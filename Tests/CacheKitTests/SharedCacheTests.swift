@@ -313,6 +313,32 @@ struct SharedCacheTests {
         #expect(!idle.contains(1) && idle.peekValue(forKey: 1) == nil)
     }
 
+    @Test("a write too costly to store whose time runs out in the queue is rejected, not reported stored and expired")
+    func costlyWriteExpiredInTheQueue() async {
+        // Found by an outside review (session 26): the drain's expired-in-the-queue branch came
+        // before the cost check, so such a write was logged as added then removed, heard by the
+        // removal handler as expired and counted as an expiry, which depended on when it drained.
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(totalCostLimit: 10, clock: clock)
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        cache.notificationInterval = .seconds(3600)
+        var batches = cache.changes.makeAsyncIterator()
+        cache.setValue(1, forKey: 1, cost: 20, expiresAfter: .seconds(1))  // over the cost limit
+        clock.advance(by: .seconds(2))  // and out of time before it drains
+        cache.flush()
+        #expect(cache[1] == nil)
+        cache.publishChanges()  // nothing changed: no batch
+        cache[2] = 2
+        cache.publishChanges()
+        let batch = await batches.next()
+        #expect(batch?.removed == [])
+        #expect(batch?.updated == [2: 2])
+        #expect(log.all.isEmpty)
+        #expect(cache.statistics.removalCounts[.expired, default: 0] == 0)
+    }
+
     @Test("a queued write that its cost will have rejected still sets the deadlines' floor, queued and applied alike")
     func rejectedWriteFloor() {
         // Found by an outside review (session 23): readers counted a rejected write's time in the

@@ -329,11 +329,15 @@ extension SharedCache {
     ) {
         if timeToLive != nil { _state.pointee.core.enableExpiry() }
         var removed = _Removals<Key, Value>()
-        if drainTime >= 0,
+        let costLimit = _state.pointee.core.totalCostLimit
+        if drainTime >= 0, !(costLimit > 0 && cost > costLimit),
             Self._deadline(writtenAt: now, timeToLive: timeToLive, expiry: _state.pointee.core.expiry) <= drainTime
         {
             // It expired while queued: storing it would evict a live entry to make room for a
-            // dead one. The write still replaces the old value, then expires at once.
+            // dead one. The write still replaces the old value, then expires at once. (Not a
+            // write too costly to store: the engine rejects that below, as it would have been
+            // rejected had it been applied before its time ran out, and nothing is reported as
+            // stored or expired.)
             if let old = _state.pointee.core.removeValue(forKey: key, reason: .replaced) { removed.append(old) }
             if let expiry = _state.pointee.core.expiry { expiry.pointee.latest = Swift.max(expiry.pointee.latest, now) }
             _state.pointee.core.stats.recordRemovals(.expired)

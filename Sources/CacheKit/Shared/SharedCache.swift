@@ -50,8 +50,10 @@ import Synchronization
 /// ## Expiration
 /// ``Expiration/afterWrite`` and per-entry `expiresAfter` cost readers nothing extra: an expired
 /// entry is never returned, counted or listed, and drains remove it. A time to idle
-/// (``Expiration/afterAccess``) makes every read move a deadline, so a cache with one takes its
-/// lock exclusively for reads: use ``Cache`` when idle expiry and parallel reads both matter.
+/// (``Expiration/afterAccess``) makes every read of one key (``value(forKey:)`` and the
+/// subscript) move its deadline, so a cache with one takes its lock exclusively for those reads:
+/// use ``Cache`` when idle expiry and parallel reads both matter. Peeks, `contains`, and the
+/// bulk reads ``values(forKeys:)`` and ``allItems()`` count as no access and move no deadline.
 ///
 /// ## Events
 /// The removal handler hears every removal with its reason (``RemovalReason/purged`` for the
