@@ -7,6 +7,11 @@ public struct Trace: Sendable {
     /// The requested keys, in order. Non-numeric keys (CSV) are hashed to integers.
     public var keys: [Int]
 
+    /// The most requests a trace file may hold: 2^30, 8 GiB of keys in memory. A file with more
+    /// (or an ARC trace whose lines name more blocks) is refused with
+    /// ``TraceError/tooManyRequests(path:line:limit:)`` before it exhausts memory.
+    public static let maxRequests = 1 << 30
+
     /// A trace of `keys` called `name`.
     public init(name: String, keys: [Int]) {
         self.name = name
@@ -56,6 +61,9 @@ public enum TraceError: Error, Equatable, CustomStringConvertible {
     case truncatedRecord(path: String, byteOffset: Int)
     /// The file holds no requests.
     case empty(path: String)
+    /// The file holds more requests than ``Trace/maxRequests``; `line` is where the count passed it
+    /// (0 for a binary trace).
+    case tooManyRequests(path: String, line: Int, limit: Int)
 
     public var description: String {
         switch self {
@@ -71,6 +79,8 @@ public enum TraceError: Error, Equatable, CustomStringConvertible {
             "\(path): truncated 24-byte record at byte \(offset)"
         case .empty(let path):
             "\(path): the trace holds no requests"
+        case .tooManyRequests(let path, let line, let limit):
+            "\(path)\(line > 0 ? ":\(line)" : ""): the trace holds more than \(limit) requests, the most one replay keeps in memory"
         }
     }
 }
@@ -86,19 +96,29 @@ extension Trace {
     ///     `lbn`, in that order.
     /// - Throws: `TraceError`, naming the file and line.
     public static func read(path: String, format: TraceFormat? = nil, keyColumn: String? = nil) throws -> Trace {
+        try read(path: path, format: format, keyColumn: keyColumn, limit: maxRequests)
+    }
+
+    /// `read(path:format:keyColumn:)` with a limit of its own on the requests (tests use a small one).
+    static func read(path: String, format: TraceFormat?, keyColumn: String?, limit: Int) throws -> Trace {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+            throw TraceError.unreadable(path: path, reason: "no such file")
+        }
+        guard !isFolder.boolValue else { throw TraceError.unreadable(path: path, reason: "it is a directory") }
         guard let format = format ?? TraceFormat(pathExtension: (path as NSString).pathExtension) else {
             throw TraceError.unknownFormat(path: path)
         }
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw TraceError.unreadable(path: path, reason: "no such file, or no permission")
+            throw TraceError.unreadable(path: path, reason: "no permission to read it")
         }
         defer { try? handle.close() }
         var keys: [Int] = []
         switch format {
         case .oracleGeneral:
-            try readRecords(handle, path: path, into: &keys)
+            try readRecords(handle, path: path, limit: limit, into: &keys)
         case .lines, .arc, .csv:
-            var parser = LineParser(path: path, format: format, keyColumn: keyColumn)
+            var parser = LineParser(path: path, format: format, keyColumn: keyColumn, limit: limit)
             try forEachLine(handle, path: path) { line, number in try parser.parse(line, number: number, into: &keys) }
         }
         guard !keys.isEmpty else { throw TraceError.empty(path: path) }
@@ -139,12 +159,15 @@ extension Trace {
         if !pending.isEmpty { try body(pending[...], number + 1) }
     }
 
-    private static func readRecords(_ handle: FileHandle, path: String, into keys: inout [Int]) throws {
+    private static func readRecords(_ handle: FileHandle, path: String, limit: Int, into keys: inout [Int]) throws {
         var pending: [UInt8] = []
         var offset = 0
         try chunks(handle, path: path) { chunk in
             pending.append(contentsOf: chunk)
             let whole = pending.count / 24 * 24
+            guard keys.count + whole / 24 <= limit else {
+                throw TraceError.tooManyRequests(path: path, line: 0, limit: limit)
+            }
             pending.withUnsafeBytes { bytes in
                 var r = 0
                 while r < whole {
@@ -170,13 +193,16 @@ struct LineParser {
     let path: String
     let format: TraceFormat
     let keyColumn: String?
+    /// The most keys the trace may hold (`Trace.maxRequests`).
+    let limit: Int
     /// CSV: the key's column index, known once the header is read.
     var column: Int?
 
-    init(path: String, format: TraceFormat, keyColumn: String?) {
+    init(path: String, format: TraceFormat, keyColumn: String?, limit: Int = Trace.maxRequests) {
         self.path = path
         self.format = format
         self.keyColumn = keyColumn
+        self.limit = limit
     }
 
     mutating func parse(_ raw: ArraySlice<UInt8>, number: Int, into keys: inout [Int]) throws {
@@ -190,6 +216,7 @@ struct LineParser {
         case .lines:
             if line.isEmpty || line.elementsEqual("*".utf8) { return }
             guard let key = Self.integer(line) else { throw malformed(line, number, expected: "one integer key") }
+            try room(for: 1, in: keys, line: number)
             keys.append(key)
         case .arc:
             if line.isEmpty { return }
@@ -202,6 +229,7 @@ struct LineParser {
             }
             let (end, overflow) = start.addingReportingOverflow(count)
             guard !overflow else { throw malformed(line, number, expected: "start + count within 64-bit integers") }
+            try room(for: count, in: keys, line: number)
             keys.append(contentsOf: start..<end)
         case .csv:
             let fields = line.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
@@ -228,6 +256,7 @@ struct LineParser {
             while let first = field.first, first == UInt8(ascii: " ") || first == 9 { field.removeFirst() }
             while let last = field.last, last == UInt8(ascii: " ") || last == 9 { field.removeLast() }
             guard !field.isEmpty else { throw malformed(line, number, expected: "a key in field \(column + 1)") }
+            try room(for: 1, in: keys, line: number)
             keys.append(Self.integer(field) ?? Self.hash(field))
         case .oracleGeneral:
             preconditionFailure("binary traces are not read by lines")
@@ -237,6 +266,13 @@ struct LineParser {
     /// The most blocks one line of an ARC trace may name: 2^20, half a GiB of 512-byte blocks,
     /// far above any real request, and a bound on what one line can make the reader allocate.
     static let maxBlocksPerRequest = 1 << 20
+
+    /// Throws if `count` more keys would take the trace past `limit`.
+    private func room(for count: Int, in keys: [Int], line: Int) throws {
+        guard keys.count + count <= limit else {
+            throw TraceError.tooManyRequests(path: path, line: line, limit: limit)
+        }
+    }
 
     private func malformed(_ line: ArraySlice<UInt8>, _ number: Int, expected: String) -> TraceError {
         .malformedLine(

@@ -21,6 +21,26 @@ public enum Workload: Sendable, Equatable {
         scanLength: 5_000
     )
 
+    private func validate() {
+        func check(keys: Int, requests: Int, skew: Double?) {
+            precondition(keys > 0, "Workload: keys must be positive (got \(keys))")
+            precondition(requests >= 0, "Workload: requests must not be negative (got \(requests))")
+            if let skew {
+                precondition(skew >= 0 && skew.isFinite, "Workload: skew must be finite and >= 0 (got \(skew))")
+            }
+        }
+        switch self {
+        case .zipf(let keys, let skew, let requests):
+            check(keys: keys, requests: requests, skew: skew)
+        case .zipfWithScans(let keys, let skew, let requests, let every, let length):
+            check(keys: keys, requests: requests, skew: skew)
+            precondition(every > 0, "Workload: scanEvery must be positive (got \(every))")
+            precondition(length >= 0, "Workload: scanLength must not be negative (got \(length))")
+        case .loop(let keys, let requests):
+            check(keys: keys, requests: requests, skew: nil)
+        }
+    }
+
     /// A short description, used as the trace's name.
     public var name: String {
         switch self {
@@ -34,7 +54,12 @@ public enum Workload: Sendable, Equatable {
     }
 
     /// The trace this workload produces with `seed`.
+    ///
+    /// - Precondition: `keys` is positive; `requests` and `scanLength` are not negative;
+    ///   `scanEvery` is positive; `skew` is finite and not negative. A violation traps with a
+    ///   message naming the parameter.
     public func trace(seed: UInt64 = 42) -> Trace {
+        validate()
         var rng = SplitMix64(seed: seed)
         var keys: [Int] = []
         switch self {

@@ -198,6 +198,38 @@ struct TraceFileTests {
         #expect(try Trace.read(path: bom).keys == [7, 8])
     }
 
+    @Test("a trace past the request limit, a folder and a missing file are refused, each saying which")
+    func refusedFiles() throws {
+        let arc = try write("0 3\n10 3\n20 3\n", "big.lis")
+        #expect(throws: TraceError.tooManyRequests(path: arc, line: 3, limit: 8)) {
+            try Trace.read(path: arc, format: nil, keyColumn: nil, limit: 8)
+        }
+        #expect(try Trace.read(path: arc, format: nil, keyColumn: nil, limit: 9).keys.count == 9)
+        let lines = try write("1\n2\n3\n", "big.trace")
+        #expect(throws: TraceError.tooManyRequests(path: lines, line: 3, limit: 2)) {
+            try Trace.read(path: lines, format: nil, keyColumn: nil, limit: 2)
+        }
+        let records = try write(String(repeating: "x", count: 72), "big.bin")
+        #expect(throws: TraceError.tooManyRequests(path: records, line: 0, limit: 2)) {
+            try Trace.read(path: records, format: nil, keyColumn: nil, limit: 2)
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cachekit-\(UUID().uuidString).trace"
+        )
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(throws: TraceError.unreadable(path: folder.path, reason: "it is a directory")) {
+            try Trace.read(path: folder.path)
+        }
+        #expect(throws: TraceError.unreadable(path: "/nonexistent/trace", reason: "no such file")) {
+            try Trace.read(path: "/nonexistent/trace")
+        }
+        #expect(
+            "\(TraceError.tooManyRequests(path: "t.lis", line: 3, limit: 8))"
+                == "t.lis:3: the trace holds more than 8 requests, the most one replay keeps in memory"
+        )
+    }
+
     @Test("OPT takes any size, however far beyond the trace, without reserving memory for it")
     func optHugeSize() {
         let keys = [1, 2, 1, 3, 2]
