@@ -52,6 +52,19 @@ struct SimulatorTests {
         }
     }
 
+    @Test("a workload with an impossible parameter stops, naming it")
+    func workloadPreconditions() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = Workload.loop(keys: 0, requests: 10).trace()
+        }.map { #expect(String(decoding: $0.standardErrorContent, as: UTF8.self).contains("keys must be positive")) }
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = Workload.zipfWithScans(keys: 5, skew: 1, requests: 10, scanEvery: 0, scanLength: 1).trace()
+        }.map { #expect(String(decoding: $0.standardErrorContent, as: UTF8.self).contains("scanEvery")) }
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = Workload.zipf(keys: 5, skew: .nan, requests: 10).trace()
+        }.map { #expect(String(decoding: $0.standardErrorContent, as: UTF8.self).contains("skew")) }
+    }
+
     @Test("OPT never misses more than any policy")
     func optIsABound() {
         let trace = Workload.standard.trace()
