@@ -592,3 +592,39 @@ struct WTinyLFUReference: ReferencePolicy {
         #expect(windowMax >= 1 && windowMax + protectedMax <= c, context)
     }
 }
+
+extension AdaptivePolicyTests {
+    @Test("W-TinyLFU set to no count limit after a lower one is sized as an unbounded cache, not left at the old limit")
+    func wTinyLFUUnlimitedAfterALimit() {
+        // Found by an outside review (session 26): 1000 → 1 → 0 left a window of 1, no protected
+        // segment and the sketch halving every 2 uses, until the slots next doubled.
+        var seed: UInt64 = 42
+        func uniform() -> Double {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Double(seed >> 11) / Double(1 << 53)
+        }
+        let requests = (0..<200_000).map { _ -> Int in
+            let u = uniform()
+            return Int(u * u * u * 5_000)
+        }
+        func countHits(_ cache: SerialCache<Int, Int>) -> Int {
+            var hits = 0
+            for key in requests {
+                if cache.value(forKey: key) != nil { hits += 1 } else { cache.setValue(key, forKey: key, cost: 1) }
+            }
+            return hits
+        }
+        let fresh = SerialCache<Int, Int>(totalCostLimit: 200, policy: .wTinyLFU)
+        let reconfigured = SerialCache<Int, Int>(countLimit: 1_000, policy: .wTinyLFU)
+        for key in 0..<1_000 { reconfigured[-1 - key] = key }
+        reconfigured.countLimit = 1
+        reconfigured.countLimit = 0
+        reconfigured.totalCostLimit = 200
+        let (freshHits, reconfiguredHits) = (countHits(fresh), countHits(reconfigured))
+        #expect(
+            Double(reconfiguredHits) >= 0.95 * Double(freshHits),
+            "fresh \(freshHits), reconfigured \(reconfiguredHits)"
+        )
+        reconfigured._checkInvariants()
+    }
+}

@@ -43,6 +43,8 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         /// (see `sketchEntries(capacity:resident:tableWords:)`).
         @usableFromInline var sketchEntries = 0
         @usableFromInline var capacity = 0
+        /// The engine's slot capacity (`reserve`): what an unbounded cache is sized by.
+        @usableFromInline var slotCapacity = 0
         /// The largest the window and the protected segment may be.
         @usableFromInline var windowMax = 1
         @usableFromInline var protectedMax = 0
@@ -60,6 +62,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         init(slotCapacity: Int) {
             queueOf = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
             sketch = _FrequencySketch(capacity: slotCapacity)
+            self.slotCapacity = slotCapacity
         }
     }
 
@@ -83,15 +86,25 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     func reserve(slotCapacity: Int, used: Int) {
         let s = state
         s.pointee.queueOf = _SlotMemory.resized(s.pointee.queueOf, used: used, to: slotCapacity).unsafelyUnwrapped
+        s.pointee.slotCapacity = slotCapacity
         if s.pointee.capacity == 0 { resize(for: slotCapacity) }
     }
 
     @inlinable
     func setCapacity(_ capacity: Int) {
         // The same limit again keeps what the hill climber learned.
-        guard capacity != state.pointee.capacity || capacity == 0 else { return }
+        let old = state.pointee.capacity
+        guard capacity != old || capacity == 0 else { return }
         state.pointee.capacity = capacity
-        if capacity > 0 { resize(for: capacity) }
+        if capacity > 0 {
+            resize(for: capacity)
+        } else if old > 0 {
+            // No limit any more: sized as an unbounded cache is, by its slots (and what it holds),
+            // not left with the shares and the sketch's aging of the limit it had. Otherwise only
+            // the slots' next doubling resized it, which a cache kept small by a cost limit may
+            // never reach (a review found a window of 1 and aging every 2 uses after 1000 → 1 → 0).
+            resize(for: Swift.max(state.pointee.slotCapacity, residentCount))
+        }
     }
 
     /// Resets the window and protected shares for `capacity` entries and sizes the sketch.
