@@ -50,7 +50,9 @@ enum Bench {
           --subjects LIST     \(subjects.joined(separator: ",")) (default: all)
           --policies LIST     \(EvictionPolicy.allCases.map(\.name).joined(separator: ",")) (default: all)
           --json              print a JSON array instead of the table
-          --memory            measure bytes per entry instead (see --entries)
+          --memory            measure bytes per entry instead (see --entries), of Dictionary, Cache,
+                              SerialCache and NSCache (--subjects picks among them; --policies
+                              picks Cache's, and SerialCache's, which is LRU alone by default)
           --entries N         entries for --memory (default 1_000_000)
         """
 
@@ -100,9 +102,19 @@ enum Bench {
             return
         }
         if args.flag("memory") {
+            // `--subjects` among the structures it measures, and `--policies` for `Cache` and
+            // (when given) `SerialCache`, which is measured with LRU alone by default.
+            let policies = try args.list(
+                "policies",
+                default: EvictionPolicy.allCases.map(\.name),
+                allowed: EvictionPolicy.allCases.map(\.name)
+            ).compactMap { EvictionPolicy(name: $0) }
             try MemoryBench.run(
                 entries: args.int("entries", default: 1_000_000, maximum: maxEntries),
-                json: args.flag("json")
+                json: args.flag("json"),
+                subjects: args.list("subjects", default: MemoryBench.subjects, allowed: MemoryBench.subjects),
+                policies: policies,
+                serialPolicies: args.string("policies") == nil ? [.lru] : policies
             )
             return
         }

@@ -11,16 +11,27 @@ enum MemoryBench {
         var bytesPerEntry: Double
     }
 
-    static func run(entries: Int, json: Bool) throws {
+    /// The subjects `--memory` measures.
+    static let subjects = ["Dictionary", "Cache", "SerialCache", "NSCache"]
+
+    /// Measures each of `subjects` holding `entries` entries; `Cache` with each of `policies`,
+    /// `SerialCache` with each of `serialPolicies`.
+    static func run(
+        entries: Int,
+        json: Bool,
+        subjects chosen: [String] = subjects,
+        policies: [EvictionPolicy] = EvictionPolicy.allCases,
+        serialPolicies: [EvictionPolicy] = [.lru]
+    ) throws {
         #if os(Linux)
         Bench.warnIfDebug()
         // Each subject is measured in a fresh child process: in one process, the allocator keeps
         // memory freed by the previous structure (and by each doubling) and skews the next figure.
         var results: [Result] = []
         let subjects =
-            [("Dictionary", "")] + EvictionPolicy.allCases.map { ("Cache", $0.name) }
-            + [("SerialCache", "lru"), ("NSCache", "")]
-        for (subject, policy) in subjects {
+            [("Dictionary", "")] + policies.map { ("Cache", $0.name) }
+            + serialPolicies.map { ("SerialCache", $0.name) } + [("NSCache", "")]
+        for (subject, policy) in subjects where chosen.contains(subject) {
             results.append(try measureInChild(subject, policy, entries))
         }
         if json {
@@ -36,7 +47,7 @@ enum MemoryBench {
             rows: results.map { r in
                 [
                     r.subject, r.policy, String(format: "%.1f", r.bytesPerEntry),
-                    String(format: "%.2fx", r.bytesPerEntry / baseline),
+                    baseline.isNaN ? "-" : String(format: "%.2fx", r.bytesPerEntry / baseline),
                 ]
             },
             rightAligned: [2, 3]

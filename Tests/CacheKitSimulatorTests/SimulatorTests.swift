@@ -527,6 +527,18 @@ struct CommandLineTests {
     }
 
     @Test(
+        "bench --memory measures the subjects and policies asked for",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func memoryBenchSubjects() throws {
+        let rows = try benchRows([
+            "--memory", "--entries", "1000", "--subjects", "SerialCache,Dictionary", "--policies", "fifo",
+        ])
+        let cases = rows.map { "\($0["subject"] as? String ?? "?") \($0["policy"] as? String ?? "?")" }
+        #expect(cases == ["Dictionary ", "SerialCache fifo"])
+    }
+
+    @Test(
         "bench runs a case named twice in a list once",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
