@@ -160,6 +160,21 @@ struct ExpirationTests {
         cache._checkInvariants()
     }
 
+    @Test("a lifetime of less than a nanosecond is one nanosecond, not zero", arguments: CacheKind.allCases)
+    func subNanosecondLifetime(kind: CacheKind) {
+        let clock = ManualClock()
+        let cache = kind.make(String.self, Int.self, countLimit: 2, clock: clock)
+        cache["old"] = 0
+        cache.setValue(1, forKey: "a", cost: 0, expiresAfter: Duration(secondsComponent: 0, attosecondsComponent: 1))
+        #expect(cache.peekValue(forKey: "a") == 1, "the clock has not moved")
+        #expect(cache.peekValue(forKey: "old") == 0)
+        clock.advance(by: .nanoseconds(1))
+        #expect(cache.peekValue(forKey: "a") == nil)
+        let idle = Cache<String, Int>(expiration: .afterAccess(.nanoseconds(1) / 2), clock: clock)
+        idle["k"] = 1
+        #expect(idle.peekValue(forKey: "k") == 1)
+    }
+
     @Test("an entry that never expires outlives a clock that has run for 292 years")
     func clockSaturation() {
         let clock = ManualClock()

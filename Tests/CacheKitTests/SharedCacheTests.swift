@@ -242,8 +242,10 @@ struct SharedCacheTests {
         #expect(
             log.all == [
                 CacheRemoval(key: "b", value: 2, reason: .replaced),
-                CacheRemoval(key: "b", value: 3, reason: .expired),  // swept before the queue
                 CacheRemoval(key: "d", value: 4, reason: .expired),  // not stored: "a" stays
+                // Issued at 0 s, when "b" = 3 lived: it replaced it (since session 26; swept at
+                // the drain's time first, "b" = 3 was reported expired), then expired itself.
+                CacheRemoval(key: "b", value: 3, reason: .replaced),
                 CacheRemoval(key: "b", value: 5, reason: .expired),
             ]
         )
@@ -311,6 +313,31 @@ struct SharedCacheTests {
         #expect(idle.contains(1))
         clock.advance(by: .seconds(2))
         #expect(!idle.contains(1) && idle.peekValue(forKey: 1) == nil)
+    }
+
+    @Test(
+        "a queued write or removal that reached a live entry reports it replaced or removed, though it expired before the drain"
+    )
+    func queuedWritesReachLiveEntries() {
+        // Found by an outside review (session 26): the drain swept at its own time before it
+        // applied writes issued earlier, so it reported the entries they reached as expired.
+        let clock = ManualClock()
+        let cache = SharedCache<String, Int>(expiration: .afterWrite(.seconds(5)), clock: clock)
+        cache._drainsInBackground.store(false, ordering: .relaxed)
+        let log = RemovalLog<String, Int>()
+        cache.removalHandler = log.append
+        cache["a"] = 1
+        cache["b"] = 1
+        cache["c"] = 1
+        cache.flush()
+        clock.advance(by: .seconds(3))
+        cache["a"] = 2  // "a" = 1 lives until 5 s: replaced
+        cache.removeValue(forKey: "b")  // removed
+        clock.advance(by: .seconds(3))  // 6 s: "c" has expired; the writes are still queued
+        cache.flush()
+        #expect(log.all.map { "\($0.key) \($0.reason)" } == ["a replaced", "b removed", "c expired"])
+        #expect(cache["a"] == 2)
+        #expect(cache.statistics.removalCounts[.expired] == 1)
     }
 
     @Test("a write too costly to store whose time runs out in the queue is rejected, not reported stored and expired")

@@ -238,7 +238,7 @@ extension _StateHost {
                     hash: hash,
                     cost: cost,
                     now: now,
-                    timeToLive: expiresAfter?._nanoseconds,
+                    timeToLive: expiresAfter?._lifetimeNanoseconds,
                     evictInline: !deferredTrim,
                     removals: &removals
                 )

@@ -79,8 +79,8 @@ public struct Expiration: Hashable, Sendable {
 }
 
 extension Duration {
-    /// The duration in whole nanoseconds, saturating at `Int64.max` (which CacheKit reads as
-    /// "never"); negative durations become 0.
+    /// The duration in whole nanoseconds, rounded down, saturating at `Int64.max` (which CacheKit
+    /// reads as "never"); negative durations become 0. For clock readings and measured times.
     @usableFromInline
     var _nanoseconds: Int64 {
         let (seconds, attoseconds) = components
@@ -89,5 +89,15 @@ extension Duration {
         guard !overflow else { return .max }
         let (sum, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
         return overflow2 ? .max : sum
+    }
+
+    /// A lifetime (time to live, time to idle, refresh, `expiresAfter`) in nanoseconds: as
+    /// `_nanoseconds`, but a part of a nanosecond counts as a whole one, so that a positive
+    /// duration never becomes 0 (a deadline of "now", expired as it is written).
+    @usableFromInline
+    var _lifetimeNanoseconds: Int64 {
+        let whole = _nanoseconds
+        guard whole < .max, components.seconds >= 0, components.attoseconds % 1_000_000_000 > 0 else { return whole }
+        return whole + 1
     }
 }

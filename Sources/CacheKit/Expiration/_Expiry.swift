@@ -572,8 +572,8 @@ struct _ExpiryTimes: Sendable {
     init() {}
 
     init(_ expiration: Expiration) {
-        timeToLive = expiration.afterWrite?._nanoseconds ?? _Expiry.never
-        timeToIdle = expiration.afterAccess?._nanoseconds ?? _Expiry.never
-        refreshAfter = expiration.refreshAfterWrite?._nanoseconds ?? _Expiry.never
+        timeToLive = expiration.afterWrite?._lifetimeNanoseconds ?? _Expiry.never
+        timeToIdle = expiration.afterAccess?._lifetimeNanoseconds ?? _Expiry.never
+        refreshAfter = expiration.refreshAfterWrite?._lifetimeNanoseconds ?? _Expiry.never
     }
 }

@@ -71,7 +71,7 @@ extension SharedCache {
     ///   queue.
     public func handleMemoryPressure(_ action: MemoryPressureAction = .removeAll) {
         if action == .removeAll {
-            _enqueue(.removeAll(.memoryPressure))
+            _enqueue(.removeAll(.memoryPressure, now: _timekeeper.now()))
         } else {
             _enqueue(.trim(keptFraction: action.keptFraction, reason: .memoryPressure))
         }

@@ -365,7 +365,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
                 key,
                 value,
                 cost: cost,
-                timeToLive: expiresAfter?._nanoseconds,
+                timeToLive: expiresAfter?._lifetimeNanoseconds,
                 now: now,
                 hash: _KeyHash.hash(key, seed: _hashSeed)
             )
@@ -395,26 +395,28 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     ///
     /// - Complexity: O(1) amortized for the caller; the drain applies it in O(1).
     @inlinable
-    public func removeValue(forKey key: Key) { _enqueue(.remove([key])) }
+    public func removeValue(forKey key: Key) { _enqueue(.remove([key], now: _timekeeper.now())) }
 
     /// Queues the removal of every key in `keys`, applied as one operation.
     ///
     /// - Complexity: O(*k*) for the caller to copy the *k* keys; the drain applies them in O(*k*).
     @inlinable
-    public func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key { _enqueue(.remove(Array(keys))) }
+    public func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key {
+        _enqueue(.remove(Array(keys), now: _timekeeper.now()))
+    }
 
     /// Queues the removal of every entry, applied as one operation (reason
     /// ``RemovalReason/removedAll``).
     ///
     /// - Complexity: O(1) amortized for the caller; the drain applies it in O(*n*).
     @inlinable
-    public func removeAll() { _enqueue(.removeAll(.removedAll)) }
+    public func removeAll() { _enqueue(.removeAll(.removedAll, now: _timekeeper.now())) }
 
     /// Queues the expiry of every entry at once (reason ``RemovalReason/expired``).
     ///
     /// - Complexity: O(1) amortized for the caller; the drain applies it in O(*n*).
     @inlinable
-    public func expireAll() { _enqueue(.removeAll(.expired)) }
+    public func expireAll() { _enqueue(.removeAll(.expired, now: _timekeeper.now())) }
 
     /// Removes the entries that have expired, now.
     ///

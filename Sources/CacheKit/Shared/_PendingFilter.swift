@@ -60,7 +60,7 @@ final class _PendingFilter: @unchecked Sendable {
         switch write {
         case .set(_, _, _, _, _, let hash):
             counts[hash & mask].wrappingAdd(delta, ordering: .sequentiallyConsistent)
-        case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
+        case .remove(let keys, _) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
             for key in keys { counts[bucket(of: key)].wrappingAdd(delta, ordering: .sequentiallyConsistent) }
         case .access:
             break  // changes no contents

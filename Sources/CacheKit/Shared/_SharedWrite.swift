@@ -10,8 +10,9 @@ enum _SharedWrite<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Stores each entry whose key has none (a restore from a file: memory is newer), each with
     /// its time to live in nanoseconds (`nil`: the cache's).
     case restore([(key: Key, value: Value, cost: Int, timeToLive: Int64?)], now: Int64)
-    case remove([Key])
-    case removeAll(RemovalReason)
+    /// `now`: when the removal was issued (-1 unknown), as for `set`.
+    case remove([Key], now: Int64)
+    case removeAll(RemovalReason, now: Int64)
     /// Removes each entry that still holds the version the decider saw.
     case purge([_PurgeTarget<Key>])
     /// Removes entries in eviction order until at most this fraction of them remains.
@@ -21,6 +22,20 @@ enum _SharedWrite<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// A read that a queued `set` of the key answered: queued after it, so that the policy hears
     /// of the read in order once the `set` is applied. Changes no contents.
     case access(Key, hash: Int)
+
+    /// When the write was issued, for those that carry the time (-1 when it was not read): the
+    /// drain removes what had expired by then before applying the write, so that a write or a
+    /// removal issued while an entry lived replaces or removes it rather than finding it expired.
+    @inlinable
+    var issuedAt: Int64 {
+        switch self {
+        case .set(_, _, _, _, let now, _), .merge(_, let now), .restore(_, let now), .remove(_, let now),
+            .removeAll(_, let now):
+            return now
+        default:
+            return -1
+        }
+    }
 }
 
 /// An entry an eviction decider chose, identified by its slot's version when it was chosen.
@@ -90,7 +105,7 @@ struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         floorsWithoutExpiry.append(floorWithoutExpiry)
         switch write {
         case .set(let key, _, _, _, _, let hash): latest[_HashedKey(key, hash: hash)] = position
-        case .remove(let keys) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
+        case .remove(let keys, _) where keys.count <= _SharedWrite<Key, Value>.maxNamedKeys:
             for key in keys { latest[_HashedKey(key, hash: _KeyHash.hash(key))] = position }
         case .access: break
         default: hasBulkWrite = true
