@@ -518,6 +518,31 @@ struct MemoryPressureTests {
         monitor.stop()
     }
 
+    @Test("a handler that checks again and finds the level lower still leaves the later subscribers called")
+    func reentrantCheckThatFalls() throws {
+        // Found by an outside review (session 26) in the first version of the fix above: the
+        // newer reading was a fall, which calls no one, and the cache was never told.
+        let source = FakeSource()
+        let monitor = MemoryPressureMonitor(source: source, clock: ManualClock())
+        let first = monitor.subscribe(at: .warning) { _ in
+            source.level = .warning  // frees memory: the pressure eases but stays
+            _ = try? monitor.check()
+        }
+        let cache = Cache<Int, Int>()
+        for i in 0..<100 { cache[i] = i }
+        let heard = Locked<[MemoryPressureLevel]>([])
+        let second = monitor.subscribe(at: .warning) { level in heard.mutate { $0.append(level) } }
+        let third = cache.respond(to: monitor, at: .warning, with: .removeAll)
+        let critical = monitor.subscribe(at: .critical) { level in heard.mutate { $0.append(level) } }
+        source.level = .critical
+        try monitor.check()
+        #expect(monitor.level == .warning)
+        #expect(heard.value == [.warning], "the .warning subscriber hears the newest level once; .critical no one")
+        #expect(cache.count == 0)
+        for subscription in [first, second, third, critical] { subscription.cancel() }
+        monitor.stop()
+    }
+
     @Test("a cancelled subscription is not called; cancelling twice does nothing")
     func cancellation() throws {
         let source = FakeSource()

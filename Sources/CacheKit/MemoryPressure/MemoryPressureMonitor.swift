@@ -22,8 +22,9 @@
 /// may call back into the monitor. A subscription cancelled before its turn (by an earlier
 /// handler, say) is skipped; one whose handler is already running finishes that call. When a
 /// newer reading changes the level while the subscribers of an older one are being called (a
-/// handler that frees memory and checks again, say), the older one calls no one more: the
-/// newer one calls those its level is due to.
+/// handler that frees memory and checks again, say), the newer one takes over: a rise calls
+/// everyone its level is due to, and a fall still calls, with the level it read, those not yet
+/// called whose threshold that level meets; so every subscriber hears the newest level last.
 ///
 /// A reading that fails (a file became unreadable or malformed) leaves the level as it was and
 /// is kept in ``lastError``.
@@ -47,6 +48,10 @@ public final class MemoryPressureMonitor: Sendable {
         /// Counts the level's changes, so that a check calling its subscribers can tell that a
         /// newer reading (a handler's own `check()`, say) changed the level meanwhile.
         var changes: UInt64 = 0
+        /// The subscribers a rise made due that no check has called yet, in subscription order.
+        /// A newer reading takes them over: a rise calls everyone due anyway, and a fall still
+        /// calls those of them whose threshold the level is at (they were owed the rise).
+        var owed: [UInt64] = []
     }
 
     /// Where the readings come from.
@@ -136,21 +141,27 @@ public final class MemoryPressureMonitor: Sendable {
             // Yielding only buffers the element (no consumer code runs here), and doing it under
             // the lock keeps every stream in the order the levels were read.
             for stream in state.streams.values { stream.yield(new) }
-            guard new > old else { return (new, [], state.changes) }
-            return (new, state.subscribers.filter { $0.threshold <= new }, state.changes)
+            let due =
+                new > old
+                ? state.subscribers.filter { $0.threshold <= new }
+                : state.subscribers.filter { state.owed.contains($0.id) && $0.threshold <= new }
+            state.owed = due.map(\.id)
+            return (new, due, state.changes)
         }
         for subscriber in due {
-            // Cancelled since the list was taken (by an earlier handler, or another thread):
-            // `cancel()` promises it is never called again. And once a newer reading has changed
-            // the level, this one's level is out of date: that reading called whoever its level
-            // was due to (a handler that checks again must not leave the later subscribers
-            // hearing the older level last).
-            let (isSubscribed, isCurrent) = state.withLock { state in
-                (state.subscribed.contains(subscriber.id), state.changes == change)
+            // Once a newer reading has changed the level, this one's level is out of date: that
+            // reading called, or will call, whoever is still owed (a handler that checks again
+            // must not leave the later subscribers hearing the older level last, nor unheard).
+            // A subscription cancelled since the list was taken (by an earlier handler, or
+            // another thread) is skipped: `cancel()` promises it is never called again.
+            let call = state.withLock { state -> Bool? in
+                guard state.changes == change else { return nil }
+                guard let position = state.owed.firstIndex(of: subscriber.id) else { return false }
+                state.owed.remove(at: position)
+                return state.subscribed.contains(subscriber.id)
             }
-            guard isCurrent else { break }
-            guard isSubscribed else { continue }
-            subscriber.handler(level)
+            guard let call else { break }
+            if call { subscriber.handler(level) }
         }
         return try reading.get()
     }
