@@ -21,14 +21,8 @@ extension SharedCache: SnapshotCache {
     ///
     /// - Complexity: O(*n*).
     public func restore(_ entries: [PersistedEntry<Key, Value>]) {
-        let wallNow = Date()
-        var restored: [(key: Key, value: Value, cost: Int, timeToLive: Int64?)] = []
-        restored.reserveCapacity(entries.count)
-        for entry in entries {
-            guard let lifetime = _CacheCore<Key, Value>.remainingLifetime(until: entry.expiresAt, at: wallNow) else {
-                continue  // its time passed while it was saved
-            }
-            restored.append((entry.key, entry.value, entry.cost, lifetime == Int64.max ? nil : lifetime))
+        let restored = _CacheCore<Key, Value>.restorable(entries, at: Date()).map { entry, timeToLive in
+            (key: entry.key, value: entry.value, cost: entry.cost, timeToLive: timeToLive)
         }
         // An entry with a time of its own needs the clock read (as `setValue(expiresAfter:)`).
         let now = restored.contains { $0.timeToLive != nil } ? _timekeeper.activate() : _timekeeper.now()

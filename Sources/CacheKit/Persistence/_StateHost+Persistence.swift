@@ -18,16 +18,12 @@ extension _StateHost {
     /// passed is left out; an entry with no deadline gets the cache's expiration, counted from
     /// now.
     func _restore(_ entries: [PersistedEntry<Key, Value>]) {
-        let wallNow = Date()
-        for entry in entries {
-            guard let lifetime = _CacheCore<Key, Value>.remainingLifetime(until: entry.expiresAt, at: wallNow) else {
-                continue  // its time passed while it was saved
-            }
+        for (entry, timeToLive) in _CacheCore<Key, Value>.restorable(entries, at: Date()) {
             _ = _store(
                 entry.value,
                 forKey: entry.key,
                 cost: entry.cost,
-                expiresAfter: lifetime == Int64.max ? nil : .nanoseconds(lifetime),
+                expiresAfter: timeToLive.map { .nanoseconds($0) },
                 when: .restore(cost: entry.cost)
             )
         }
@@ -58,13 +54,20 @@ extension _CacheCore {
         return result
     }
 
-    /// What is left until `expiresAt` at `wallNow`, in nanoseconds: at least 1, `Int64.max` for
-    /// no deadline (`nil`), and `nil` when the time has passed.
-    static func remainingLifetime(until expiresAt: Date?, at wallNow: Date) -> Int64? {
-        guard let expiresAt else { return Int64.max }
-        let seconds = expiresAt.timeIntervalSince(wallNow)
-        guard seconds > 0 else { return nil }
-        guard seconds < 9e9 else { return Int64.max - 1 }  // beyond what Int64 nanoseconds hold: as good as never
-        return Swift.max(1, Int64(seconds * 1e9))
+    /// The entries a restore at `wallNow` writes, in order, each with what is left of its life
+    /// in nanoseconds (at least 1; `nil` for an entry without a deadline, which gets the cache's
+    /// expiration): those whose `expiresAt` has passed are left out.
+    static func restorable(
+        _ entries: [PersistedEntry<Key, Value>],
+        at wallNow: Date
+    ) -> [(entry: PersistedEntry<Key, Value>, timeToLive: Int64?)] {
+        entries.compactMap { entry in
+            guard let expiresAt = entry.expiresAt else { return (entry, nil) }
+            let seconds = expiresAt.timeIntervalSince(wallNow)
+            guard seconds > 0 else { return nil }  // its time passed while it was saved
+            // Beyond what Int64 nanoseconds hold: as good as never (saturates to it when added).
+            let nanoseconds = seconds < 9e9 ? Swift.max(1, Int64(seconds * 1e9)) : Int64.max - 1
+            return (entry, nanoseconds)
+        }
     }
 }
