@@ -8,7 +8,7 @@ enum Bench {
     static let workloads = ["get-hit", "get-miss", "set-evict", "mix", "read90"]
     static let subjects = [
         "SerialCache", "Cache", "Cache+ttl", "Cache-stats", "Cache-noevict", "Cache-hasher", "SharedCache",
-        "SharedCache-unbounded",
+        "SharedCache-unbounded", "SharedCache-private",
         "Dictionary", "Dictionary+lock", "NSCache", "SlotSketch", "SlotSketch+lock", "SlotSketch+spin", "InlineSketch",
         "InlineSketch+lock",
     ]
@@ -38,6 +38,8 @@ enum Bench {
         run prints its read cost against Cache (get-hit) and its read90 throughput on 2 threads
         against 1; SharedCache-unbounded is SharedCache with no limit (YMCache's default), so no
         policy hears its reads (its policy column is empty); it runs get-hit, get-miss and read90.
+        SharedCache-private gives each thread an unbounded SharedCache of its own: nothing is
+        shared, so its scaling is the most that splitting one cache into parts could reach.
         Dictionary runs get-hit and get-miss on each thread count too (reads only, no lock: the
         most read throughput the machine gives), the others on 1. Throughput on N threads is ops / wall time: ns/op halves when 2 threads scale.
 
@@ -269,6 +271,16 @@ enum Bench {
                     )
                 }
             }
+            if chosenSubjects.contains("SharedCache-private"), ["get-hit", "get-miss", "read90"].contains(workload) {
+                for threads in threadCounts {
+                    cases.append(
+                        (
+                            "SharedCache-private", "", threads,
+                            { plan.measureOnce(threads: threads) { PrivateSharedCaches(threads: threads) } }
+                        )
+                    )
+                }
+            }
             if chosenSubjects.contains("NSCache") {
                 let small = Plan(workload: workload, capacity: capacity, ops: max(1, ops / 10))
                 let numbers = (0..<small.keyUniverse).map { NSNumber(value: $0) }
@@ -403,6 +415,17 @@ enum Bench {
                 )
             )
         }
+        if let one = find("SharedCache-private", "", "read90"),
+            let two = find("SharedCache-private", "", "read90", threads: 2)
+        {
+            print(
+                String(
+                    format:
+                        "read90, a private SharedCache per thread (nothing shared): 2 threads have %.2fx the throughput of 1",
+                    one.ratio(to: two)
+                )
+            )
+        }
         // The cost of a feature: the same case with the feature on, over the case without it.
         for workload in workloads {
             for policy in Set(results.map(\.policy)).sorted() where !policy.isEmpty {
@@ -477,7 +500,7 @@ struct Plan {
         let plan = UncheckedSendable(self)
         let start = StartLine.run(threads: threads) { t in
             let end = t == threads - 1 ? plan.value.keys.count : (t + 1) * chunk
-            blackHole(plan.value.run(box.value, (t * chunk)..<end))
+            blackHole(plan.value.run(box.value.worker(t), (t * chunk)..<end))
         }
         // Writes a SharedCache still holds in its queue are part of the work: applied before
         // the clock stops (a review found a third of set-evict's writes still queued).

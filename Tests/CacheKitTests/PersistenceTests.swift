@@ -89,7 +89,7 @@ struct PersistenceTests {
         let original = SharedCache<String, Int>(countLimit: 4, policy: .lru, clock: clock)
         // The read of "a" below must reach the policy: a read that finds a background drain
         // replaying the buffers goes unrecorded (see SharedCache), so no drain may run here.
-        original._drainsInBackground.store(false, ordering: .relaxed)
+        original._applyWritesOnlyWhenAsked()
         original.setValue(1, forKey: "a", cost: 10)
         original.setValue(2, forKey: "b", cost: 20)
         original.setValue(3, forKey: "c", cost: 30)

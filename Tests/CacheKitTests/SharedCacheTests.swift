@@ -53,6 +53,50 @@ struct SharedCacheTests {
         #expect(log.all == [CacheRemoval(key: 1, value: 1, reason: .replaced)])
     }
 
+    @Test("a writer that finds 128 writes queued applies them, then queues its own")
+    func writersDrainALongQueue() {
+        let cache = SharedCache<Int, Int>()
+        cache._drainsInBackground.store(false, ordering: .relaxed)  // writer drains only
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        for key in 0..<128 { cache[key] = key }
+        #expect(cache._pendingCount.load(ordering: .relaxed) == 128)
+        #expect(cache._state.pointee.core.count == 0)
+        cache[0] = -1  // finds 128 queued
+        #expect(cache._state.pointee.core.count == 128)
+        #expect(cache._pendingCount.load(ordering: .relaxed) == 1)
+        #expect(log.all.isEmpty, "the writer's own write (replacing 0) was applied before its call returned")
+        #expect(cache[0] == -1)  // answered from the queue
+        cache[1] = -1
+        #expect(cache._pendingCount.load(ordering: .relaxed) == 2)
+        // The writer that applies the queue tells the handler what it removed, before it returns.
+        for key in 2..<128 { cache[key] = -1 }  // 128 queued now
+        #expect(log.all.isEmpty)
+        cache[200] = 200
+        #expect(log.all.map(\.key) == Array(0..<128))
+        #expect(log.all.allSatisfy { $0.reason == .replaced && $0.value == $0.key })
+        #expect(cache._pendingCount.load(ordering: .relaxed) == 1)
+
+        let held = SharedCache<Int, Int>()
+        held._applyWritesOnlyWhenAsked()
+        for key in 0..<300 { held[key] = key }
+        #expect(held._pendingCount.load(ordering: .relaxed) == 300)
+        #expect(held._state.pointee.core.count == 0)
+    }
+
+    @Test("what stays queued after writers drained is applied by the background drain")
+    func backgroundDrainAppliesWhatWritersLeft() async {
+        let cache = SharedCache<Int, Int>()
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        for key in 0..<1_000 { cache[key] = key }
+        for key in 0..<1_000 { cache[key] = -key }
+        await eventually { cache._pendingCount.load(ordering: .relaxed) == 0 }
+        await eventually { log.all.count == 1_000 }
+        #expect(log.all.map(\.key) == Array(0..<1_000))
+        #expect(cache._state.pointee.core.count == 1_000)
+    }
+
     @Test("reads are buffered for the policy only when it is bounded and orders by reads (not FIFO)")
     func readsTrackedOnlyWhereTheyMatter() {
         func tracks(_ cache: SharedCache<Int, Int>) -> Bool { cache._tracksReads.load(ordering: .relaxed) }
@@ -176,7 +220,7 @@ struct SharedCacheTests {
     @Test("a read of one key answers from the queued writes to it, without applying the queue")
     func pointReadsAnswerFromTheQueue() {
         let cache = SharedCache<Int, Int>(totalCostLimit: 10)
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         let log = RemovalLog<Int, Int>()
         cache.removalHandler = log.append
         cache[1] = 1
@@ -211,7 +255,7 @@ struct SharedCacheTests {
     func queuedReadsReachThePolicyInOrder() {
         let clock = ManualClock()
         let cache = SharedCache<String, Int>(countLimit: 4, policy: .lru, clock: clock)
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         cache["a"] = 1
         cache["b"] = 2
         #expect(cache["a"] == 1)  // answered from the queue
@@ -227,7 +271,7 @@ struct SharedCacheTests {
     func writesExpiredInTheQueueEvictNothing() {
         let clock = ManualClock()
         let cache = SharedCache<String, Int>(countLimit: 2, policy: .lru, clock: clock)
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         let log = RemovalLog<String, Int>()
         cache.removalHandler = log.append
         cache["a"] = 1
@@ -259,7 +303,7 @@ struct SharedCacheTests {
     func queuedDeadlinesWithoutExpiryState(earlierTimeToLive: Bool) {
         let clock = ManualClock()
         let cache = SharedCache<Int, Int>(clock: clock)
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         let second: Int64 = 1_000_000_000
         if earlierTimeToLive {
             cache.setValue(0, forKey: 0, expiresAfter: .seconds(100))  // creates expiry when applied
@@ -279,7 +323,7 @@ struct SharedCacheTests {
     @Test("a queued limit change makes a read apply the queue: the limit decides whether a queued write is stored")
     func queuedLimitChangesApplyFirst() {
         let cache = SharedCache<Int, Int>()
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         cache.totalCostLimit = 10
         cache.setValue(1, forKey: 1, cost: 100)
         #expect(cache[1] == nil && !cache.contains(1))
@@ -294,7 +338,7 @@ struct SharedCacheTests {
     func queuedWriteDeadlines() {
         let clock = ManualClock()
         let cache = SharedCache<Int, Int>(expiration: .afterWrite(.seconds(10)), clock: clock)
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         // Writers read the clock before queueing, so a write can be queued after a later one.
         let second: Int64 = 1_000_000_000
         cache._enqueue(.set(2, 2, cost: 0, timeToLive: nil, now: 5 * second, hash: _KeyHash.hash(2)))
@@ -308,7 +352,7 @@ struct SharedCacheTests {
         #expect(cache.peekValue(forKey: 1) == nil)
 
         let idle = SharedCache<Int, Int>(expiration: .afterAccess(.seconds(1)), clock: clock)
-        idle._drainsInBackground.store(false, ordering: .relaxed)
+        idle._applyWritesOnlyWhenAsked()
         idle[1] = 1
         #expect(idle.contains(1))
         clock.advance(by: .seconds(2))
@@ -323,7 +367,7 @@ struct SharedCacheTests {
         // applied writes issued earlier, so it reported the entries they reached as expired.
         let clock = ManualClock()
         let cache = SharedCache<String, Int>(expiration: .afterWrite(.seconds(5)), clock: clock)
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         let log = RemovalLog<String, Int>()
         cache.removalHandler = log.append
         cache["a"] = 1
@@ -347,7 +391,7 @@ struct SharedCacheTests {
         // removal handler as expired and counted as an expiry, which depended on when it drained.
         let clock = ManualClock()
         let cache = SharedCache<Int, Int>(totalCostLimit: 10, clock: clock)
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         let log = RemovalLog<Int, Int>()
         cache.removalHandler = log.append
         cache.notificationInterval = .seconds(3600)
@@ -379,7 +423,7 @@ struct SharedCacheTests {
                 expiration: cacheExpires ? .afterWrite(.seconds(10)) : .never,
                 clock: clock
             )
-            cache._drainsInBackground.store(false, ordering: .relaxed)
+            cache._applyWritesOnlyWhenAsked()
             _ = cache._timekeeper.activate()
             // Without expiry of its own, the cache gets it from the writes' own time to live.
             let timeToLive: Int64? = cacheExpires ? nil : 10 * second
@@ -400,7 +444,7 @@ struct SharedCacheTests {
     func queuedWritesExpire() {
         let clock = ManualClock()
         let cache = SharedCache<Int, Int>(expiration: .afterWrite(.seconds(10)), clock: clock)
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         let log = RemovalLog<Int, Int>()
         cache.removalHandler = log.append
         cache[1] = 1
@@ -412,7 +456,7 @@ struct SharedCacheTests {
         #expect(log.all.isEmpty, "a read applied the queue")
         // Without a time to live of its own, a per-entry one still applies before the first drain.
         let plain = SharedCache<Int, Int>(clock: clock)
-        plain._drainsInBackground.store(false, ordering: .relaxed)
+        plain._applyWritesOnlyWhenAsked()
         plain.setValue(1, forKey: 1, expiresAfter: .seconds(5))
         plain[2] = 2
         clock.advance(by: .seconds(5))
@@ -721,7 +765,7 @@ struct SharedCacheTests {
             }
             return true
         })
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         cache[1] = 1
         cache.flush()
         #expect(cache.purgeEvictableItems(context: cache) == 1)
@@ -732,7 +776,7 @@ struct SharedCacheTests {
     @Test("change batches arrive in the order they were taken, when a handler publishes inside a publish")
     func publishOrder() async {
         let cache = SharedCache<Int, Int>()
-        cache._drainsInBackground.store(false, ordering: .relaxed)
+        cache._applyWritesOnlyWhenAsked()
         cache.notificationInterval = .seconds(3600)
         var iterator = cache.changes.makeAsyncIterator()
         cache[1] = 1
