@@ -56,6 +56,9 @@ enum Bench {
                               SerialCache and NSCache (--subjects picks among them; --policies
                               picks Cache's, and SerialCache's, which is LRU alone by default)
           --entries N         entries for --memory (default 1_000_000)
+          --line-transfer     measure instead how long a cache line takes to move between two
+                              threads' cores (--ops round trips, --repetitions times): what
+                              each write one thread makes and another reads costs
         """
 
     struct Result: Codable {
@@ -93,10 +96,18 @@ enum Bench {
                 "capacity", "ops", "repetitions", "threads", "workloads", "subjects", "policies", "entries",
                 "memory-one",
             ],
-            booleanFlags: ["json", "memory", "help"]
+            booleanFlags: ["json", "memory", "line-transfer", "help"]
         )
         if args.flag("help") {
             print(usage)
+            return
+        }
+        if args.flag("line-transfer") {
+            LineTransfer.run(
+                repetitions: try args.int("repetitions", default: 5),
+                rounds: try args.int("ops", default: 1_000_000, maximum: 1 << 30),
+                json: args.flag("json")
+            )
             return
         }
         if let spec = args.string("memory-one") {
