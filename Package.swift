@@ -70,9 +70,11 @@ let package = Package(
             name: "CacheKitMacros",
             dependencies: ["CacheKit", "CacheKitMacrosPlugin"]
         ),
+        // What `cachekit` needs from C and Swift cannot import (Linux's `prctl`).
+        .target(name: "_CachekitToolShims"),
         .executableTarget(
             name: "cachekit",
-            dependencies: ["CacheKit", "CacheKitSimulator"]
+            dependencies: ["CacheKit", "CacheKitSimulator", "_CachekitToolShims"]
         ),
         // Saves a cache in a loop until killed: the persistence crash test runs it (not a product).
         .executableTarget(

@@ -1,6 +1,10 @@
 import CacheKit
 import Foundation
 
+#if os(Linux)
+import _CachekitToolShims
+#endif
+
 /// `cachekit bench --memory`: bytes per entry, as growth of the resident set while N `Int`-to-`Int`
 /// entries are held, for each cache and for `Dictionary` and `NSCache`.
 enum MemoryBench {
@@ -62,6 +66,9 @@ enum MemoryBench {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         child.arguments = ["bench", "--memory-one", "\(subject):\(policy)", "--entries", "\(n)"]
+        var environment = ProcessInfo.processInfo.environment
+        environment[parentVariable] = String(ProcessInfo.processInfo.processIdentifier)
+        child.environment = environment
         let pipe = Pipe()
         child.standardOutput = pipe
         try child.run()
@@ -77,8 +84,24 @@ enum MemoryBench {
         return Result(subject: subject, policy: policy, entries: n, bytesPerEntry: bytes)
     }
 
+    /// Names, in a measuring child's environment, the process that started it.
+    private static let parentVariable = "CACHEKIT_MEMORY_PARENT"
+
+    /// In a child that `measureInChild` started: makes it end with its parent, whichever way the
+    /// parent ends (a SIGKILL included), so that no child goes on filling memory for no one. On
+    /// Linux the kernel kills the child when the thread that started it exits (the main thread
+    /// here); if the parent is already gone, the child exits at once. Elsewhere, nothing.
+    private static func endWithParent() {
+        #if os(Linux)
+        guard let parent = ProcessInfo.processInfo.environment[parentVariable].flatMap(Int32.init) else { return }
+        _ = _cachekit_die_with_parent()
+        if getppid() != parent { exit(1) }
+        #endif
+    }
+
     /// In the child: builds one structure of `n` entries and prints its resident-set growth per entry.
     static func runOne(_ spec: String, entries n: Int) throws {
+        endWithParent()
         let parts = spec.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2 else { throw Arguments.Failure(description: "--memory-one wants SUBJECT:POLICY") }
         let policy = EvictionPolicy(name: parts[1]) ?? .lru

@@ -538,6 +538,55 @@ struct CommandLineTests {
         #expect(cases == ["Dictionary ", "SerialCache fifo"])
     }
 
+    #if os(Linux)
+    /// The children of `pid` whose command line holds `marker` (from /proc).
+    static func children(of pid: Int32, holding marker: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { candidate in
+            guard let status = try? String(contentsOfFile: "/proc/\(candidate)/status", encoding: .utf8),
+                status.split(separator: "\n").contains("PPid:\t\(pid)"),
+                let command = try? String(contentsOfFile: "/proc/\(candidate)/cmdline", encoding: .utf8)
+            else { return false }
+            return command.contains(marker)
+        }
+    }
+
+    /// Whether `pid` still runs (a zombie, waiting for a parent to reap it, does not).
+    static func isRunning(_ pid: Int32) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
+        return !status.contains("State:\tZ")
+    }
+
+    @Test(
+        "a bench --memory child ends when its parent is killed with SIGKILL",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func memoryChildEndsWithParent() async throws {
+        let parent = Process()
+        parent.executableURL = Self.tool
+        // NSCache fills slowly: 5,000,000 entries keep the child busy for seconds.
+        parent.arguments = ["bench", "--memory", "--subjects", "NSCache", "--entries", "5000000"]
+        parent.standardOutput = FileHandle.nullDevice
+        parent.standardError = FileHandle.nullDevice
+        try parent.run()
+        var child: Int32?
+        for _ in 0..<2_000 where child == nil {
+            child = Self.children(of: parent.processIdentifier, holding: "--memory-one").first
+            if child == nil { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        kill(parent.processIdentifier, SIGKILL)
+        parent.waitUntilExit()
+        let started = try #require(child, "the measuring child never started")
+        var stillRunning = true
+        for _ in 0..<1_000 where stillRunning {
+            stillRunning = Self.isRunning(started)
+            if stillRunning { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(!stillRunning, "the child outlived its parent")
+        if stillRunning { kill(started, SIGKILL) }
+    }
+    #endif
+
     @Test(
         "bench runs a case named twice in a list once",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
