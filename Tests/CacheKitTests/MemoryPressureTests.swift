@@ -543,6 +543,50 @@ struct MemoryPressureTests {
         monitor.stop()
     }
 
+    @Test("a subscription made under pressure is called by the next reading that still finds it")
+    func subscribedUnderPressure() throws {
+        let source = FakeSource()
+        let monitor = MemoryPressureMonitor(source: source, clock: ManualClock())
+        source.level = .warning
+        try monitor.check()
+        let heard = Locked<[String]>([])
+        let warning = monitor.subscribe(at: .warning) { level in heard.mutate { $0.append("W \(level)") } }
+        let critical = monitor.subscribe(at: .critical) { level in heard.mutate { $0.append("C \(level)") } }
+        let cache = makeCache()
+        let responder = cache.respond(to: monitor, at: .warning, with: .removeAll)
+        #expect(heard.value.isEmpty, "subscribing calls no one by itself")
+        try monitor.check()  // still .warning
+        #expect(heard.value == ["W warning"])
+        #expect(cache.count == 0, "a cache that subscribed during pressure acted at the next reading")
+        try monitor.check()
+        #expect(heard.value == ["W warning"], "called once, not at every reading")
+
+        // Joined under pressure, called by a change that keeps the level at the threshold.
+        source.level = .critical
+        try monitor.check()
+        let late = monitor.subscribe(at: .warning) { level in heard.mutate { $0.append("L \(level)") } }
+        source.level = .warning
+        try monitor.check()
+        #expect(heard.value == ["W warning", "W critical", "C critical", "L warning"])
+
+        // Joined under pressure that ends before the next reading: not called, until a rise.
+        let gone = monitor.subscribe(at: .warning) { level in heard.mutate { $0.append("G \(level)") } }
+        source.level = .normal
+        try monitor.check()
+        #expect(!heard.value.contains { $0.hasPrefix("G") })
+        source.level = .warning
+        try monitor.check()
+        #expect(heard.value.suffix(3).contains("G warning"))
+
+        // Cancelled before the next reading: never called.
+        let cancelled = monitor.subscribe(at: .warning) { level in heard.mutate { $0.append("X \(level)") } }
+        cancelled.cancel()
+        try monitor.check()
+        #expect(!heard.value.contains { $0.hasPrefix("X") })
+        for subscription in [warning, critical, responder, late, gone] { subscription.cancel() }
+        monitor.stop()
+    }
+
     @Test("a cancelled subscription is not called; cancelling twice does nothing")
     func cancellation() throws {
         let source = FakeSource()

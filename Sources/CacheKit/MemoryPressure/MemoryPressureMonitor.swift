@@ -17,7 +17,11 @@
 /// A subscription made `at: .warning` is called each time the level rises to `.warning` or higher
 /// (normal → warning, normal → critical, warning → critical); one made `at: .critical`, each time
 /// it rises to `.critical`. A level that stays where it is calls nobody again, and a fall calls
-/// nobody: ``levels`` reports every change, falls to `.normal` included. Subscribers are called
+/// nobody: ``levels`` reports every change, falls to `.normal` included. A subscription made
+/// while the level already meets its threshold is called by the next reading that finds the
+/// level still at its threshold or above, whether or not the level changed, as if the level had
+/// risen just then: a cache that subscribes during pressure acts within one interval instead of
+/// waiting for the pressure to end and come back. Subscribers are called
 /// in the order they subscribed, on the task that took the reading, with no lock held, so they
 /// may call back into the monitor. A subscription cancelled before its turn (by an earlier
 /// handler, say) is skipped; one whose handler is already running finishes that call. When a
@@ -52,6 +56,9 @@ public final class MemoryPressureMonitor: Sendable {
         /// A newer reading takes them over: a rise calls everyone due anyway, and a fall still
         /// calls those of them whose threshold the level is at (they were owed the rise).
         var owed: [UInt64] = []
+        /// The subscribers that subscribed while the level met their threshold, not called yet:
+        /// the next reading calls those whose threshold its level still meets.
+        var joinedUnderPressure: [UInt64] = []
     }
 
     /// Where the readings come from.
@@ -135,7 +142,15 @@ public final class MemoryPressureMonitor: Sendable {
                 new = level
             }
             let old = state.level
-            guard new != old else { return (new, [], state.changes) }
+            let joined = state.joinedUnderPressure
+            state.joinedUnderPressure = []
+            guard new != old else {
+                // Only those who joined under pressure are due: the level still meets their
+                // threshold, since it met it when they joined and has not changed.
+                let due = state.subscribers.filter { joined.contains($0.id) && $0.threshold <= new }
+                state.owed.append(contentsOf: due.map(\.id))
+                return (new, due, state.changes)
+            }
             state.level = new
             state.changes &+= 1
             // Yielding only buffers the element (no consumer code runs here), and doing it under
@@ -144,7 +159,9 @@ public final class MemoryPressureMonitor: Sendable {
             let due =
                 new > old
                 ? state.subscribers.filter { $0.threshold <= new }
-                : state.subscribers.filter { state.owed.contains($0.id) && $0.threshold <= new }
+                : state.subscribers.filter {
+                    (state.owed.contains($0.id) || joined.contains($0.id)) && $0.threshold <= new
+                }
             state.owed = due.map(\.id)
             return (new, due, state.changes)
         }
@@ -191,7 +208,9 @@ public final class MemoryPressureMonitor: Sendable {
         return stream
     }
 
-    /// Calls `handler` with the new level each time the level rises to `level` or higher.
+    /// Calls `handler` with the new level each time the level rises to `level` or higher, and
+    /// once at the next reading if the level is already there (see "When subscribers are
+    /// called").
     ///
     /// - Precondition: `level` is `.warning` or `.critical`.
     public func subscribe(
@@ -203,6 +222,7 @@ public final class MemoryPressureMonitor: Sendable {
             state.nextID += 1
             state.subscribers.append(Subscriber(id: state.nextID, threshold: level, handler: handler))
             state.subscribed.insert(state.nextID)
+            if state.level >= level { state.joinedUnderPressure.append(state.nextID) }
             return state.nextID
         }
         let token = ExpirationTrigger { [weak self] in
