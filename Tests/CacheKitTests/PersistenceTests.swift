@@ -438,6 +438,46 @@ struct PersistenceTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
     }
 
+    @Test("temporary files: a locked one is a save in flight and stays, whatever its process id says")
+    func temporaryFilesByLock() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        // Another container's save in flight: its pid means nothing here (no such process, or
+        // another one), and it holds the file's lock.
+        let inFlight = directory.file(".cache.bin.999999-abc-1.tmp")
+        try Data("x".utf8).write(to: inFlight)
+        let holder = open(inFlight.path, O_RDONLY)
+        #expect(holder >= 0)
+        #expect(flock(holder, LOCK_EX) == 0)
+        // A leftover whose pid belongs to a live process here (a killed process of another
+        // container had it): nobody holds its lock.
+        let leftover = directory.file(".cache.bin.\(getppid())-def-1.tmp")
+        try Data("x".utf8).write(to: leftover)
+        let persistence = CachePersistence(cache: makeFilledCache(), fileURL: url)
+        #expect(try persistence.load() == 0)
+        #expect(FileManager.default.fileExists(atPath: inFlight.path), "a save in flight lost its file")
+        #expect(!FileManager.default.fileExists(atPath: leftover.path), "a leftover stayed")
+        Glibc.close(holder)  // the save ends (or its process dies): the next load removes the file
+        #expect(try persistence.load() == 0)
+        #expect(!FileManager.default.fileExists(atPath: inFlight.path))
+    }
+
+    @Test("a save holds its temporary file's lock until the rename")
+    func saveLocksItsTemporaryFile() throws {
+        let directory = try Directory()
+        let path = directory.file().path
+        let temporary = try _CacheFile.writeTemporary([1, 2, 3], beside: path, permissions: 0o600)
+        let other = open(temporary.path, O_RDONLY)
+        #expect(other >= 0)
+        #expect(flock(other, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+        _CacheFile.removeStaleTemporaries(beside: path)  // this process's own: never removed
+        #expect(FileManager.default.fileExists(atPath: temporary.path))
+        try _CacheFile.replace(path, with: temporary)
+        #expect(flock(other, LOCK_EX | LOCK_NB) == 0, "the rename released the lock")
+        Glibc.close(other)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
+    }
+
     @Test("concurrent saves all succeed and leave one complete file and no temporary files")
     func concurrentSaves() async throws {
         let directory = try Directory()

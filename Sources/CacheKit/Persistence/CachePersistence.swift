@@ -286,9 +286,9 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
         case .success(true):
             try _CacheFile.syncDirectory(of: path)
         case .success(false):
-            _CacheFile.remove(temporary)  // a newer save is already in place
+            _CacheFile.discard(temporary)  // a newer save is already in place
         case .failure(let error):
-            _CacheFile.remove(temporary)
+            _CacheFile.discard(temporary)
             throw error
         }
     }

@@ -124,17 +124,29 @@ enum _CacheFile {
         }
     }
 
+    /// A temporary file written and flushed, still open, and locked (`flock`) until
+    /// ``replace(_:with:)`` or ``discard(_:)`` closes it: the lock tells cleaners in any process,
+    /// in any PID namespace, that the save is in flight (see ``removeStaleTemporaries(beside:)``).
+    struct Temporary: Sendable {
+        let path: String
+        let descriptor: Int32
+    }
+
     /// Writes `bytes` to a new temporary file beside `path`, with mode `permissions`, and flushes
-    /// it to the disk. Returns the temporary file's path.
+    /// it to the disk. The file is locked from the moment it is created until it is renamed or
+    /// removed.
     static func writeTemporary(
         _ bytes: [UInt8],
         beside path: String,
         permissions: Int
-    ) throws(CachePersistenceError) -> String {
+    ) throws(CachePersistenceError) -> Temporary {
         let temporary = temporaryPath(beside: path)
         let mode = mode_t(permissions)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw .ioFailure(path: temporary, operation: "open", errno: errno) }
+        // At once, before any write: a cleaner that finds the file unlocked removes it. (A
+        // file system without `flock` refuses it: cleaners there go by the process id alone.)
+        while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
         var failure: CachePersistenceError?
         if fchmod(fd, mode) != 0 {  // the umask may have cleared bits of `mode` in open
             failure = .ioFailure(path: temporary, operation: "fchmod", errno: errno)
@@ -150,21 +162,29 @@ enum _CacheFile {
             }
         }
         if failure == nil, fsync(fd) != 0 { failure = .ioFailure(path: temporary, operation: "fsync", errno: errno) }
-        if close(fd) != 0, failure == nil { failure = .ioFailure(path: temporary, operation: "close", errno: errno) }
+        let file = Temporary(path: temporary, descriptor: fd)
         if let failure {
-            unlink(temporary)
+            discard(file)
             throw failure
         }
-        return temporary
+        return file
     }
 
-    /// Renames `temporary` over `path` (atomic: a reader sees the old file or the new one).
-    static func replace(_ path: String, with temporary: String) throws(CachePersistenceError) {
-        guard rename(temporary, path) == 0 else {
-            let error = CachePersistenceError.ioFailure(path: path, operation: "rename", errno: errno)
-            unlink(temporary)
-            throw error
+    /// Renames `temporary` over `path` (atomic: a reader sees the old file or the new one), then
+    /// closes it, which releases its lock. On failure it leaves `temporary` as it was, for the
+    /// caller to ``discard(_:)``.
+    static func replace(_ path: String, with temporary: Temporary) throws(CachePersistenceError) {
+        guard rename(temporary.path, path) == 0 else {
+            throw .ioFailure(path: path, operation: "rename", errno: errno)
         }
+        // The data was flushed before the rename; a failing close loses nothing that was written.
+        close(temporary.descriptor)
+    }
+
+    /// Removes `temporary`, then closes it: no cleaner ever finds it named and unlocked.
+    static func discard(_ temporary: Temporary) {
+        unlink(temporary.path)
+        close(temporary.descriptor)
     }
 
     /// Flushes the directory holding `path`, so that a rename in it survives a power loss.
@@ -175,8 +195,6 @@ enum _CacheFile {
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw .ioFailure(path: directory, operation: "fsync", errno: errno) }
     }
-
-    static func remove(_ path: String) { unlink(path) }
 
     /// Whether something exists at `path`.
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
@@ -221,10 +239,18 @@ enum _CacheFile {
         return ".\(kept)~\(String(hash, radix: 16))."
     }
 
-    /// Removes the temporary files beside `path` that processes which no longer run left behind
-    /// (killed while saving), including those of an earlier process that had this process's
-    /// pid. Those of running processes, this one included, may be saves in flight and stay.
-    /// (Names of CacheKit before the process token, `<pid>-<number>`, are read too.)
+    /// Removes the temporary files beside `path` that no save is writing any more (left by a
+    /// process killed while saving), never this process's own.
+    ///
+    /// A save holds a lock (`flock`) on its temporary file from its creation to its rename, and
+    /// the kernel releases the lock when the process ends, however it ends. So a temporary file
+    /// that can be locked here is a leftover, whichever process, container or PID namespace
+    /// wrote it; one that cannot is a save in flight and stays. Where the lock cannot be tried
+    /// (a file system without `flock`, a file this process may not open), the process id in the
+    /// name decides, as before session 27: a leftover if no process has that id, or if it is this
+    /// process's id under an earlier process's token. (By process id alone, a cleaner in another
+    /// PID namespace took a running save's file for a dead process's, and that save failed.)
+    /// Names of CacheKit before the process token, `<pid>-<number>`, are read too.
     static func removeStaleTemporaries(beside path: String) {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent()
@@ -234,13 +260,42 @@ enum _CacheFile {
             let parts = name.dropFirst(prefix.count).dropLast(4).split(separator: "-", omittingEmptySubsequences: false)
             guard (2...3).contains(parts.count), let pid = pid_t(parts[0]), pid > 0, UInt64(parts.last!) != nil
             else { continue }
-            let stale: Bool
-            if pid == getpid() {
-                stale = parts.count == 2 || parts[1] != processToken  // an earlier process's
-            } else {
-                stale = kill(pid, 0) != 0 && errno == ESRCH
+            let ours = pid == getpid() && parts.count == 3 && parts[1] == processToken
+            if ours { continue }  // this process's saves in flight
+            let file = directory.appendingPathComponent(name).path
+            switch lockState(of: file) {
+            case .locked:
+                continue
+            case .unlocked(let descriptor):
+                // Removed while holding the lock, then unlocked.
+                unlink(file)
+                close(descriptor)
+            case .unknown:
+                let dead = pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH)
+                if dead { unlink(file) }
             }
-            if stale { unlink(directory.appendingPathComponent(name).path) }
+        }
+    }
+
+    private enum LockState {
+        /// A save holds it.
+        case locked
+        /// No one holds it; this descriptor holds it now.
+        case unlocked(Int32)
+        /// It could not be opened or locked (gone, not readable, or no `flock` there).
+        case unknown
+    }
+
+    /// Tries to take `file`'s lock without waiting.
+    private static func lockState(of file: String) -> LockState {
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .unknown }
+        while true {
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return .unlocked(fd) }
+            let error = errno
+            if error == EINTR { continue }
+            close(fd)
+            return error == EWOULDBLOCK ? .locked : .unknown
         }
     }
 }
