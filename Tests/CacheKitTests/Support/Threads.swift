@@ -11,28 +11,35 @@ import Synchronization
 /// Here every thread waits at a start line until all have arrived, so all `count` bodies are
 /// under way together and the scheduler interleaves them even on two cores.
 ///
-/// An `#expect` that fails inside `body` fails the run, at its own line, but Swift Testing
-/// reports it under «unknown» rather than the test's name: these threads do not carry the
-/// test's context. The line tells which test it was.
-///
-/// The caller suspends rather than blocks while the threads run: a blocked thread of the
-/// concurrency pool (two threads on two cores) could starve the tasks the bodies wait for, such
-/// as an autosave woken by a clock the bodies advance, and tests run in parallel.
+/// Each body runs in a child task of the caller's task, on a thread of its own (the child task
+/// prefers a `ThreadPerJobExecutor`), not on a thread of the concurrency pool: so it inherits
+/// the test's context, and an `#expect` that fails inside it is reported under the test's name
+/// (on plain threads Swift Testing reported it under «unknown»). The caller suspends rather
+/// than blocks while the threads run: a blocked thread of the pool (two threads on two cores)
+/// could starve the tasks the bodies wait for, such as an autosave woken by a clock the bodies
+/// advance, and tests run in parallel.
 func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
-    await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
-        let start = StartLine(runners: count)
-        let group = DispatchGroup()
+    let start = StartLine(runners: count)
+    let executor = ThreadPerJobExecutor()
+    await withTaskGroup(of: Void.self) { group in
         for index in 0..<count {
-            group.enter()
-            let thread = Thread {
+            group.addTask(executorPreference: executor) {
                 start.arriveAndWait()
                 body(index)
-                group.leave()
             }
-            thread.stackSize = 4 << 20  // as a main thread's: `#expect` and the caches nest deeply in debug builds
-            thread.start()
         }
-        group.notify(queue: .global()) { finished.resume() }
+    }
+}
+
+/// A task executor that runs every job on a new thread of its own, for tasks that block or
+/// spin: the concurrency pool has as many threads as cores, and such tasks would starve it.
+final class ThreadPerJobExecutor: TaskExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        let thread = Thread { job.runSynchronously(on: executor) }
+        thread.stackSize = 4 << 20  // as a main thread's: `#expect` and the caches nest deeply in debug builds
+        thread.start()
     }
 }
 
