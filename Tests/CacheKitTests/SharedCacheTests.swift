@@ -84,6 +84,46 @@ struct SharedCacheTests {
         #expect(held._state.pointee.core.count == 0)
     }
 
+    /// Runs a write that finds 128 writes queued, issued at 4 s while "a" (written at 0 s, time
+    /// to live 5 s) lives, on a clock that reads 6 s by the time the writer's drain reads it;
+    /// with the writer drain or with none (the writes applied by `flush()`). Returns the
+    /// removals the handler heard, the expired count, and "a" at the end. `restoring`: the
+    /// write is a restore of "a" from a file (skipped, since "a" has an entry when issued).
+    func writeThatDrains(writersDrain: Bool, restoring: Bool) -> (log: [String], expired: Int, a: Int?) {
+        let clock = SteppingClock()
+        let cache = SharedCache<String, Int>(expiration: .afterWrite(.seconds(5)), clock: clock)
+        if writersDrain {
+            cache._drainsInBackground.store(false, ordering: .relaxed)  // no other clock reading
+        } else {
+            cache._applyWritesOnlyWhenAsked()
+        }
+        let log = RemovalLog<String, Int>()
+        cache.removalHandler = log.append
+        cache["a"] = 1
+        cache.flush()
+        clock.advance(by: .seconds(4))
+        for i in 0..<128 { cache["f\(i)"] = i }
+        clock.advanceAfterNextReading(by: .seconds(2))
+        if restoring { cache.restore([PersistedEntry(key: "a", value: 100)]) } else { cache["a"] = 2 }
+        cache.flush()
+        return (
+            log.all.filter { $0.key == "a" }.map { "\($0.key) \($0.value) \($0.reason)" },
+            cache.statistics.removalCounts[.expired, default: 0], cache["a"]
+        )
+    }
+
+    @Test("the write that drains still reaches an entry alive when it was issued (found by a review)")
+    func writerDrainSweepsOnlyToItsWrite() {
+        for writersDrain in [false, true] {
+            let replaced = writeThatDrains(writersDrain: writersDrain, restoring: false)
+            #expect(replaced.log == ["a 1 replaced"], "writers drain: \(writersDrain)")
+            #expect(replaced.expired == 0 && replaced.a == 2, "writers drain: \(writersDrain)")
+            // A restore issued while "a" lived skips it; "a" = 1 then expires at 5 s.
+            let restored = writeThatDrains(writersDrain: writersDrain, restoring: true)
+            #expect(restored.a == nil, "writers drain: \(writersDrain)")
+        }
+    }
+
     @Test("what stays queued after writers drained is applied by the background drain")
     func backgroundDrainAppliesWhatWritersLeft() async {
         let cache = SharedCache<Int, Int>()
@@ -844,4 +884,31 @@ struct SharedCacheTests {
         var iterator = changes.makeAsyncIterator()
         #expect(await iterator.next() == nil)
     }
+}
+
+/// A manual clock that can be told to move on right after its next reading: it stands for the
+/// time that passes between a writer's clock reading (in `setValue`) and the clock reading of
+/// the drain that writer runs (`tryLockExclusive` waiting for readers, replaying, applying 128
+/// writes), which a real clock always shows.
+final class SteppingClock: Clock, Sendable {
+    typealias Instant = ManualClock.Instant
+    let base = ManualClock()
+    private let step = Mutex<Duration?>(nil)
+
+    var now: Instant {
+        let reading = base.now
+        if let step = step.withLock({ s -> Duration? in
+            defer { s = nil }
+            return s
+        }) {
+            base.advance(by: step)
+        }
+        return reading
+    }
+    var minimumResolution: Duration { base.minimumResolution }
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        try await base.sleep(until: deadline, tolerance: tolerance)
+    }
+    func advance(by duration: Duration) { base.advance(by: duration) }
+    func advanceAfterNextReading(by duration: Duration) { step.withLock { $0 = duration } }
 }

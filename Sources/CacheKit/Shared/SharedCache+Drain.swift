@@ -178,8 +178,16 @@ extension SharedCache {
     /// The work of `_exclusive` once the lock is held; releases it. Inlinable, as is what it
     /// calls for a plain write, so that it runs specialized for the client's key and value types
     /// (unspecialized, a fifth of a drain went to looking up generic metadata).
+    ///
+    /// `sweepingUntil`: the latest time the final sweep removes what expired by (the drain's own
+    /// clock reading when later). A writer that drains before queueing its write passes the
+    /// time its write was issued at: an entry alive then must be there for that write, to be
+    /// replaced or removed by it, not swept as expired by a drain that read the clock later.
     @inlinable
-    func _drainHoldingLock<R>(_ body: (inout _CacheState<Key, Value>, Int64) -> R) -> R {
+    func _drainHoldingLock<R>(
+        sweepingUntil limit: Int64 = .max,
+        _ body: (inout _CacheState<Key, Value>, Int64) -> R
+    ) -> R {
         // Lock order: exclusive, then policy. A replay holds the policy lock alone and waits
         // for nothing, so this wait ends.
         _lockPolicy()
@@ -207,7 +215,7 @@ extension SharedCache {
             _pendingCount.wrappingSubtract(writes.count, ordering: .sequentiallyConsistent)
             _drainEpoch.wrappingAdd(1, ordering: .relaxed)
         }
-        sweep(at: now, into: &removals)
+        sweep(at: Swift.min(now, limit), into: &removals)
         let result = body(&_state.pointee, now)
         let deliver = removals.isEmpty ? false : outbox.withLock { $0.post(removals) }
         _unlockPolicy()
@@ -254,7 +262,8 @@ extension SharedCache {
         _pendingKeys.count(write, 1)
         let queued = _pendingCount.wrappingAdd(1, ordering: .sequentiallyConsistent).oldValue
         if queued >= Self._writerDrainThreshold && _writersDrain.load(ordering: .relaxed) {
-            _drainUnlessRunning()
+            let issued = write.issuedAt
+            _drainUnlessRunning(sweepingUntil: issued >= 0 ? issued : .max)
         }
         var write = Optional(write)  // moved into the queue, not copied (see `append`)
         let schedule = pending.withLock { pending -> Bool in
@@ -274,11 +283,12 @@ extension SharedCache {
     static var _writerDrainThreshold: Int { 128 }
 
     /// Applies the queued writes unless another thread holds the lock exclusively (a drain, or
-    /// an exclusive read, which applies them too).
+    /// an exclusive read, which applies them too), sweeping expired entries only up to `limit`
+    /// (see `_drainHoldingLock`).
     @inlinable
-    func _drainUnlessRunning() {
+    func _drainUnlessRunning(sweepingUntil limit: Int64) {
         guard _lock.tryLockExclusive() else { return }
-        _drainHoldingLock { _, _ in }
+        _drainHoldingLock(sweepingUntil: limit) { _, _ in }
     }
 
     /// Queues the background drain. Only it clears `drainScheduled`, so however many writes
