@@ -587,6 +587,40 @@ struct MemoryPressureTests {
         monitor.stop()
     }
 
+    @Test("subscriptions made under pressure keep subscription order when a handler checks again (found by a review)")
+    func subscribedUnderPressureInOrder() throws {
+        let source = FakeSource()
+        let monitor = MemoryPressureMonitor(source: source, clock: ManualClock())
+        let heard = Locked<[String]>([])
+        let late = Locked<[MemoryPressureSubscription]>([])
+        // A handler of a rise subscribes a newcomer and checks again: the level is unchanged,
+        // and B, subscribed before the newcomer, is still owed the rise.
+        let first = monitor.subscribe { level in
+            heard.mutate { $0.append("A \(level)") }
+            let newcomer = monitor.subscribe { level in heard.mutate { $0.append("L \(level)") } }
+            late.mutate { $0.append(newcomer) }
+            _ = try? monitor.check()
+        }
+        let second = monitor.subscribe { level in heard.mutate { $0.append("B \(level)") } }
+        source.level = .warning
+        try monitor.check()
+        #expect(heard.value == ["A warning", "B warning", "L warning"])
+
+        // Two that joined under pressure, the first of which subscribes a third and checks again.
+        heard.mutate { $0 = [] }
+        let x1 = monitor.subscribe { level in
+            heard.mutate { $0.append("X1 \(level)") }
+            let y = monitor.subscribe { level in heard.mutate { $0.append("Y \(level)") } }
+            late.mutate { $0.append(y) }
+            _ = try? monitor.check()
+        }
+        let x2 = monitor.subscribe { level in heard.mutate { $0.append("X2 \(level)") } }
+        try monitor.check()
+        #expect(heard.value == ["X1 warning", "X2 warning", "Y warning"])
+        for subscription in [first, second, x1, x2] + late.value { subscription.cancel() }
+        monitor.stop()
+    }
+
     @Test("a cancelled subscription is not called; cancelling twice does nothing")
     func cancellation() throws {
         let source = FakeSource()

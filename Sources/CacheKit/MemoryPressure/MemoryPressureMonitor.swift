@@ -24,11 +24,13 @@
 /// waiting for the pressure to end and come back. Subscribers are called
 /// in the order they subscribed, on the task that took the reading, with no lock held, so they
 /// may call back into the monitor. A subscription cancelled before its turn (by an earlier
-/// handler, say) is skipped; one whose handler is already running finishes that call. When a
-/// newer reading changes the level while the subscribers of an older one are being called (a
-/// handler that frees memory and checks again, say), the newer one takes over: a rise calls
-/// everyone its level is due to, and a fall still calls, with the level it read, those not yet
-/// called whose threshold that level meets; so every subscriber hears the newest level last.
+/// handler, say) is skipped; one whose handler is already running finishes that call (and one
+/// cancelled on another thread just as its turn comes may still be called once). When a
+/// newer reading changes the level, or finds subscriptions made under pressure to call, while
+/// the subscribers of an older one are being called (a handler that frees memory and checks
+/// again, say), the newer one takes over: a rise calls everyone its level is due to, and
+/// otherwise it calls, with the level it read, those not yet called whose threshold that level
+/// meets; so every subscriber hears the newest level last, and in subscription order.
 ///
 /// A reading that fails (a file became unreadable or malformed) leaves the level as it was and
 /// is kept in ``lastError``.
@@ -49,16 +51,17 @@ public final class MemoryPressureMonitor: Sendable {
         var subscribed: Set<UInt64> = []
         var streams: [UInt64: AsyncStream<MemoryPressureLevel>.Continuation] = [:]
         var isStopped = false
-        /// Counts the level's changes, so that a check calling its subscribers can tell that a
-        /// newer reading (a handler's own `check()`, say) changed the level meanwhile.
+        /// Counts the readings that called subscribers (a change of level, or subscriptions made
+        /// under pressure), so that a check calling its subscribers can tell that a newer one (a
+        /// handler's own `check()`, say) took over meanwhile.
         var changes: UInt64 = 0
-        /// The subscribers a rise made due that no check has called yet, in subscription order.
-        /// A newer reading takes them over: a rise calls everyone due anyway, and a fall still
+        /// The subscribers a reading made due that no check has called yet. A newer reading
+        /// takes them over: a rise calls everyone due anyway, and a fall still
         /// calls those of them whose threshold the level is at (they were owed the rise).
-        var owed: [UInt64] = []
+        var owed: Set<UInt64> = []
         /// The subscribers that subscribed while the level met their threshold, not called yet:
         /// the next reading calls those whose threshold its level still meets.
-        var joinedUnderPressure: [UInt64] = []
+        var joinedUnderPressure: Set<UInt64> = []
     }
 
     /// Where the readings come from.
@@ -144,25 +147,24 @@ public final class MemoryPressureMonitor: Sendable {
             let old = state.level
             let joined = state.joinedUnderPressure
             state.joinedUnderPressure = []
-            guard new != old else {
-                // Only those who joined under pressure are due: the level still meets their
-                // threshold, since it met it when they joined and has not changed.
-                let due = state.subscribers.filter { joined.contains($0.id) && $0.threshold <= new }
-                state.owed.append(contentsOf: due.map(\.id))
-                return (new, due, state.changes)
+            if new == old {
+                // Those who joined under pressure are due; if any are, this reading takes over
+                // from an older one still calling subscribers, so that order is kept.
+                guard state.subscribers.contains(where: { joined.contains($0.id) && $0.threshold <= new }) else {
+                    return (new, [], state.changes)
+                }
+            } else {
+                state.level = new
+                for stream in state.streams.values { stream.yield(new) }
             }
-            state.level = new
             state.changes &+= 1
-            // Yielding only buffers the element (no consumer code runs here), and doing it under
-            // the lock keeps every stream in the order the levels were read.
-            for stream in state.streams.values { stream.yield(new) }
             let due =
                 new > old
                 ? state.subscribers.filter { $0.threshold <= new }
                 : state.subscribers.filter {
                     (state.owed.contains($0.id) || joined.contains($0.id)) && $0.threshold <= new
                 }
-            state.owed = due.map(\.id)
+            state.owed = Set(due.map(\.id))
             return (new, due, state.changes)
         }
         for subscriber in due {
@@ -170,11 +172,11 @@ public final class MemoryPressureMonitor: Sendable {
             // reading called, or will call, whoever is still owed (a handler that checks again
             // must not leave the later subscribers hearing the older level last, nor unheard).
             // A subscription cancelled since the list was taken (by an earlier handler, or
-            // another thread) is skipped: `cancel()` promises it is never called again.
+            // another thread) is skipped. (One cancelled on another thread between this decision
+            // and the call is still called once: see `MemoryPressureSubscription.cancel()`.)
             let call = state.withLock { state -> Bool? in
                 guard state.changes == change else { return nil }
-                guard let position = state.owed.firstIndex(of: subscriber.id) else { return false }
-                state.owed.remove(at: position)
+                guard state.owed.remove(subscriber.id) != nil else { return false }
                 return state.subscribed.contains(subscriber.id)
             }
             guard let call else { break }
@@ -222,12 +224,14 @@ public final class MemoryPressureMonitor: Sendable {
             state.nextID += 1
             state.subscribers.append(Subscriber(id: state.nextID, threshold: level, handler: handler))
             state.subscribed.insert(state.nextID)
-            if state.level >= level { state.joinedUnderPressure.append(state.nextID) }
+            if state.level >= level { state.joinedUnderPressure.insert(state.nextID) }
             return state.nextID
         }
         let token = ExpirationTrigger { [weak self] in
             self?.state.withLock { state in
                 if state.subscribed.remove(id) != nil { state.subscribers.removeAll { $0.id == id } }
+                state.joinedUnderPressure.remove(id)
+                state.owed.remove(id)
             }
         }
         return MemoryPressureSubscription(token: token)

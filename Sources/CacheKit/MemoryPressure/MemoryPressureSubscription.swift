@@ -11,7 +11,14 @@ public final class MemoryPressureSubscription: Sendable {
 
     init(token: ExpirationTrigger) { _token = token }
 
-    /// Stops the subscription: it is never called again. Calling it again does nothing.
+    /// Stops the subscription: no reading calls it after this returns, except that a reading on
+    /// another thread that was already calling the subscribers may still call it once, if its
+    /// turn was decided before the cancel (a handler already running finishes too). Cancelled
+    /// from a handler of the same reading, or with no reading under way, it is exact. Calling
+    /// it again does nothing.
+    ///
+    /// (Waiting for such a call to finish would deadlock a handler that cancels its own
+    /// subscription, so the handler should tolerate one late call, as a cache's does.)
     public func cancel() { _token.cancel() }
 
     /// Whether ``cancel()`` was called or the subscribing cache went away.
