@@ -593,28 +593,30 @@ struct MemoryPressureTests {
         let monitor = MemoryPressureMonitor(source: source, clock: ManualClock())
         let heard = Locked<[String]>([])
         let late = Locked<[MemoryPressureSubscription]>([])
-        // A handler of a rise subscribes a newcomer and checks again: the level is unchanged,
-        // and B, subscribed before the newcomer, is still owed the rise.
-        let first = monitor.subscribe { level in
-            heard.mutate { $0.append("A \(level)") }
-            let newcomer = monitor.subscribe { level in heard.mutate { $0.append("L \(level)") } }
-            late.mutate { $0.append(newcomer) }
-            _ = try? monitor.check()
+        @Sendable func record(_ name: String) -> @Sendable (MemoryPressureLevel) -> Void {
+            { level in heard.mutate { $0.append("\(name) \(level)") } }
         }
-        let second = monitor.subscribe { level in heard.mutate { $0.append("B \(level)") } }
+        /// Records, then subscribes `newcomer` and checks again (the level unchanged).
+        func recordSubscribeAndCheck(_ name: String, newcomer: String) -> @Sendable (MemoryPressureLevel) -> Void {
+            { level in
+                heard.mutate { $0.append("\(name) \(level)") }
+                let subscription = monitor.subscribe(record(newcomer))
+                late.mutate { $0.append(subscription) }
+                _ = try? monitor.check()
+            }
+        }
+        // A handler of a rise subscribes a newcomer and checks again: B, subscribed before the
+        // newcomer, is still owed the rise.
+        let first = monitor.subscribe(recordSubscribeAndCheck("A", newcomer: "L"))
+        let second = monitor.subscribe(record("B"))
         source.level = .warning
         try monitor.check()
         #expect(heard.value == ["A warning", "B warning", "L warning"])
 
         // Two that joined under pressure, the first of which subscribes a third and checks again.
         heard.mutate { $0 = [] }
-        let x1 = monitor.subscribe { level in
-            heard.mutate { $0.append("X1 \(level)") }
-            let y = monitor.subscribe { level in heard.mutate { $0.append("Y \(level)") } }
-            late.mutate { $0.append(y) }
-            _ = try? monitor.check()
-        }
-        let x2 = monitor.subscribe { level in heard.mutate { $0.append("X2 \(level)") } }
+        let x1 = monitor.subscribe(recordSubscribeAndCheck("X1", newcomer: "Y"))
+        let x2 = monitor.subscribe(record("X2"))
         try monitor.check()
         #expect(heard.value == ["X1 warning", "X2 warning", "Y warning"])
         for subscription in [first, second, x1, x2] + late.value { subscription.cancel() }
