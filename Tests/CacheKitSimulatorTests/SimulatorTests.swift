@@ -569,18 +569,26 @@ struct CommandLineTests {
         parent.standardOutput = FileHandle.nullDevice
         parent.standardError = FileHandle.nullDevice
         try parent.run()
+        // Waited for by the clock, not by a count of tries: under a full parallel test run a
+        // scan of /proc can take tens of milliseconds.
+        var deadline = ContinuousClock.now.advanced(by: .seconds(60))
         var child: Int32?
-        for _ in 0..<2_000 where child == nil {
+        while child == nil, parent.isRunning, ContinuousClock.now < deadline {
             child = Self.children(of: parent.processIdentifier, holding: "--memory-one").first
-            if child == nil { try await Task.sleep(for: .milliseconds(5)) }
+            if child == nil { try await Task.sleep(for: .milliseconds(10)) }
         }
+        let parentRan = parent.isRunning
         kill(parent.processIdentifier, SIGKILL)
         parent.waitUntilExit()
-        let started = try #require(child, "the measuring child never started")
+        let started = try #require(
+            child,
+            "the measuring child never started (parent still running: \(parentRan), status \(parent.terminationStatus))"
+        )
+        deadline = ContinuousClock.now.advanced(by: .seconds(60))
         var stillRunning = true
-        for _ in 0..<1_000 where stillRunning {
+        while stillRunning, ContinuousClock.now < deadline {
             stillRunning = Self.isRunning(started)
-            if stillRunning { try await Task.sleep(for: .milliseconds(5)) }
+            if stillRunning { try await Task.sleep(for: .milliseconds(10)) }
         }
         #expect(!stillRunning, "the child outlived its parent")
         if stillRunning { kill(started, SIGKILL) }
