@@ -888,6 +888,132 @@ struct PersistenceTests {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
+    // Found by an outside review (session 27) of the locking of temporary files.
+
+    @Test(
+        "a cleaner in another process never makes a save in flight fail (the window before its lock)",
+        .enabled(if: crashHelper != nil, "CacheKitCrashHelper not found next to the test bundle; build it first")
+    )
+    func cleanerNeverBreaksASave() throws {
+        let helper = try #require(Self.crashHelper)
+        let directory = try Directory()
+        let url = directory.file()
+        let process = Process()
+        process.executableURL = helper
+        process.arguments = [url.path, "1"]  // tiny saves: many temporary files a second
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        _ = output.fileHandleForReading.availableData  // "ready"
+        // What load() does first, in a loop: before the fix a cleaner locked a new temporary
+        // file before its save did, removed it, and the save failed at its rename, within a
+        // fraction of a second.
+        let start = ContinuousClock.now
+        while process.isRunning, ContinuousClock.now - start < .seconds(3) {
+            _CacheFile.removeStaleTemporaries(beside: url.path)
+        }
+        let failed = !process.isRunning
+        if !failed { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(!failed, "the other process's save failed: \(message)")
+    }
+
+    @Test("a FIFO or symbolic link named like a temporary file is left alone and does not block load()")
+    func temporaryNamesThatAreNotFiles() throws {
+        for viaSymlink in [false, true] {
+            let directory = try Directory()
+            let url = directory.file()
+            let name = ".cache.bin.999999-abc-1.tmp"
+            let fifo = viaSymlink ? directory.file("elsewhere.fifo") : directory.file(name)
+            #expect(mkfifo(fifo.path, 0o600) == 0)
+            if viaSymlink {
+                try FileManager.default.createSymbolicLink(at: directory.file(name), withDestinationURL: fifo)
+            }
+            let done = DispatchSemaphore(value: 0)
+            startThread {
+                _ = try? CachePersistence(cache: Cache<String, Int>(), fileURL: url).load()
+                done.signal()
+            }
+            let finished = done.wait(timeout: .now() + .seconds(10)) == .success
+            #expect(finished, "load() blocked opening a FIFO (symbolic link: \(viaSymlink))")
+            if !finished {  // let the blocked open end
+                let writer = open(fifo.path, O_WRONLY | O_NONBLOCK)
+                _ = done.wait(timeout: .now() + .seconds(10))
+                if writer >= 0 { Glibc.close(writer) }
+            }
+            let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+            #expect(names.contains(name), "not a regular file: not for load() to remove")
+        }
+    }
+
+    @Test("a temporary file named by a version before the lock goes by its process id alone")
+    func oldNamingGoesByProcessID() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let live = directory.file(".cache.bin.\(getppid())-7.tmp")  // a live process's save in flight
+        let dead = directory.file(".cache.bin.999999-7.tmp")
+        for file in [live, dead] { try Data("x".utf8).write(to: file) }
+        #expect(try CachePersistence(cache: Cache<String, Int>(), fileURL: url).load() == 0)
+        #expect(FileManager.default.fileExists(atPath: live.path), "removed while its process runs")
+        #expect(!FileManager.default.fileExists(atPath: dead.path))
+    }
+
+    /// Whether this process can run a command as another user in another PID namespace (root,
+    /// util-linux, and a sandbox that allows the namespace).
+    static let canRunElsewhere: Bool = {
+        let tools = ["/usr/bin/unshare", "/usr/bin/setpriv", "/usr/bin/timeout"]
+        guard getuid() == 0, tools.allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) else {
+            return false
+        }
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        probe.arguments = [
+            "--pid", "--fork", "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/true",
+        ]
+        probe.standardError = FileHandle.nullDevice
+        guard (try? probe.run()) != nil else { return false }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0
+    }()
+
+    @Test(
+        "a cleaner of another user in another PID namespace leaves a save in flight alone",
+        .enabled(if: crashHelper != nil && canRunElsewhere, "needs root, unshare, setpriv and the crash helper")
+    )
+    func otherUserInOtherNamespace() throws {
+        let helper = try #require(Self.crashHelper)
+        let directory = try Directory()
+        #expect(chmod(directory.url.path, 0o777) == 0)  // a folder two containers share
+        let path = directory.file().path
+        // This process's save in flight (written, flushed, locked, not yet renamed), mode 0o600.
+        let temporary = try _CacheFile.writeTemporary([1, 2, 3], beside: path, permissions: 0o600)
+        // The other container: another PID namespace and uid; its load() runs, then it saves
+        // until timeout(1) kills it.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = [
+            "--pid", "--fork", "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            "/usr/bin/timeout", "-s", "KILL", "1", helper.path, path, "1",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let ready = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        process.waitUntilExit()
+        #expect(ready.hasPrefix("ready"), "the other container's load() did not run")
+        #expect(FileManager.default.fileExists(atPath: temporary.path), "the other container removed a save in flight")
+        do throws(CachePersistenceError) {
+            try _CacheFile.replace(path, with: temporary)
+        } catch {
+            Issue.record("the save in flight failed: \(error)")
+            _CacheFile.discard(temporary)
+        }
+    }
+
     @Test(
         "a process killed with SIGKILL while saving leaves the previous or the new snapshot, 100 times",
         .enabled(if: crashHelper != nil, "CacheKitCrashHelper not found next to the test bundle; build it first"),

@@ -140,13 +140,27 @@ enum _CacheFile {
         beside path: String,
         permissions: Int
     ) throws(CachePersistenceError) -> Temporary {
-        let temporary = temporaryPath(beside: path)
         let mode = mode_t(permissions)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw .ioFailure(path: temporary, operation: "open", errno: errno) }
-        // At once, before any write: a cleaner that finds the file unlocked removes it. (A
-        // file system without `flock` refuses it: cleaners there go by the process id alone.)
-        while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+        var temporary: String
+        var fd: Int32
+        var attempts = 0
+        while true {
+            temporary = temporaryPath(beside: path)
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            guard fd >= 0 else { throw .ioFailure(path: temporary, operation: "open", errno: errno) }
+            // At once, before any write. (A file system without `flock` refuses it: cleaners
+            // there go by the process id.)
+            while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+            // A cleaner may have locked the new file between open and flock (found by a
+            // review: another process cleaning in a loop hit it within milliseconds); it unlinks
+            // the file before it unlocks it, so once the lock is ours a link count of 0 says so,
+            // and the save starts again under a new name.
+            var status = stat()
+            guard fstat(fd, &status) == 0, status.st_nlink == 0 else { break }
+            close(fd)
+            attempts += 1
+            if attempts == 100 { throw .ioFailure(path: temporary, operation: "open", errno: ENOENT) }
+        }
         var failure: CachePersistenceError?
         if fchmod(fd, mode) != 0 {  // the umask may have cleared bits of `mode` in open
             failure = .ioFailure(path: temporary, operation: "fchmod", errno: errno)
@@ -245,12 +259,14 @@ enum _CacheFile {
     /// A save holds a lock (`flock`) on its temporary file from its creation to its rename, and
     /// the kernel releases the lock when the process ends, however it ends. So a temporary file
     /// that can be locked here is a leftover, whichever process, container or PID namespace
-    /// wrote it; one that cannot is a save in flight and stays. Where the lock cannot be tried
-    /// (a file system without `flock`, a file this process may not open), the process id in the
-    /// name decides, as before session 27: a leftover if no process has that id, or if it is this
-    /// process's id under an earlier process's token. (By process id alone, a cleaner in another
-    /// PID namespace took a running save's file for a dead process's, and that save failed.)
-    /// Names of CacheKit before the process token, `<pid>-<number>`, are read too.
+    /// wrote it; one that cannot is a save in flight and stays. So does anything this process
+    /// may not open (another user's save: its process id may mean nothing here) and anything
+    /// that is not a regular file (a symbolic link or a FIFO with such a name is not followed or
+    /// opened for waiting). On a file system without `flock` the process id in the name decides,
+    /// as before session 27: a leftover if no process has that id, or if it is this process's id
+    /// under an earlier process's token. (By process id alone, a cleaner in another PID namespace
+    /// took a running save's file for a dead process's, and that save failed.) Names of CacheKit
+    /// before the process token, `<pid>-<number>`, whose saves never locked, go by the process id.
     static func removeStaleTemporaries(beside path: String) {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent()
@@ -263,8 +279,12 @@ enum _CacheFile {
             let ours = pid == getpid() && parts.count == 3 && parts[1] == processToken
             if ours { continue }  // this process's saves in flight
             let file = directory.appendingPathComponent(name).path
+            if parts.count == 2 {  // a version that never locked: the process id decides
+                if pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH) { unlink(file) }
+                continue
+            }
             switch lockState(of: file) {
-            case .locked:
+            case .locked, .gone:
                 continue
             case .unlocked(let descriptor):
                 // Removed while holding the lock, then unlocked.
@@ -278,20 +298,32 @@ enum _CacheFile {
     }
 
     private enum LockState {
-        /// A save holds it.
+        /// A save holds it, or it is not for this process to judge (not a regular file, not
+        /// openable by this process): left alone.
         case locked
-        /// No one holds it; this descriptor holds it now.
+        /// No one holds it; this descriptor holds it now (shared: a save's exclusive lock
+        /// conflicts with it, and on NFS, where `flock` is a byte-range lock, a shared one
+        /// needs no write access).
         case unlocked(Int32)
-        /// It could not be opened or locked (gone, not readable, or no `flock` there).
+        /// Gone meanwhile.
+        case gone
+        /// The file system has no `flock`: the process id decides.
         case unknown
     }
 
-    /// Tries to take `file`'s lock without waiting.
+    /// Tries to take `file`'s lock without waiting. Opens it without following a symbolic
+    /// link and without blocking (a FIFO named like a temporary file would block an open), and
+    /// judges regular files only.
     private static func lockState(of file: String) -> LockState {
-        let fd = open(file, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .unknown }
+        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { return errno == ENOENT ? .gone : .locked }
+        var status = stat()
+        guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            return .locked
+        }
         while true {
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return .unlocked(fd) }
+            if flock(fd, LOCK_SH | LOCK_NB) == 0 { return .unlocked(fd) }
             let error = errno
             if error == EINTR { continue }
             close(fd)
