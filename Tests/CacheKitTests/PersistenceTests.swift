@@ -984,25 +984,30 @@ struct PersistenceTests {
         .enabled(if: crashHelper != nil && canRunElsewhere, "needs root, unshare, setpriv and the crash helper")
     )
     func otherUserInOtherNamespace() throws {
-        let helper = try #require(Self.crashHelper)
         let directory = try Directory()
         #expect(chmod(directory.url.path, 0o777) == 0)  // a folder two containers share
+        // A copy of the helper that the other user can run wherever this package sits (a fresh
+        // clone in a private temporary folder, say).
+        let helper = directory.file("helper")
+        try FileManager.default.copyItem(at: try #require(Self.crashHelper), to: helper)
+        #expect(chmod(helper.path, 0o755) == 0)
         let path = directory.file().path
         // This process's save in flight (written, flushed, locked, not yet renamed), mode 0o600.
         let temporary = try _CacheFile.writeTemporary([1, 2, 3], beside: path, permissions: 0o600)
-        // The other container: another PID namespace and uid; its load() runs, then it saves
-        // until timeout(1) kills it.
+        // The other container: another PID namespace and uid, whose load() runs first. Killing
+        // `unshare` kills the namespace's first process (`--kill-child`), and with it the rest.
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         process.arguments = [
-            "--pid", "--fork", "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-            "/usr/bin/timeout", "-s", "KILL", "1", helper.path, path, "1",
+            "--pid", "--fork", "--kill-child", "/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/setpriv",
+            "--reuid=65534", "--regid=65534", "--clear-groups", helper.path, path, "1",
         ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
         let ready = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(ready.hasPrefix("ready"), "the other container's load() did not run")
         #expect(FileManager.default.fileExists(atPath: temporary.path), "the other container removed a save in flight")
