@@ -103,6 +103,13 @@ enum Bench {
             return
         }
         if args.flag("line-transfer") {
+            for name in ["capacity", "threads", "workloads", "subjects", "policies", "entries", "memory-one"]
+            where args.string(name) != nil {
+                throw Arguments.Failure(description: "--\(name) does not apply to --line-transfer")
+            }
+            if args.flag("memory") {
+                throw Arguments.Failure(description: "--memory and --line-transfer measure different things; give one")
+            }
             LineTransfer.run(
                 repetitions: try args.int("repetitions", default: 5),
                 rounds: try args.int("ops", default: 1_000_000, maximum: 1 << 30),

@@ -596,6 +596,26 @@ struct CommandLineTests {
     #endif
 
     @Test(
+        "bench --line-transfer measures a time, and refuses flags it would ignore",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func lineTransfer() throws {
+        let measured = try execute(["bench", "--line-transfer", "--ops", "1000", "--repetitions", "1", "--json"])
+        #expect(measured.status == 0, "\(measured.errors)")
+        let object = try JSONSerialization.jsonObject(with: Data(measured.output.utf8)) as? [String: Double]
+        #expect((object?["lineTransferNanoseconds"] ?? 0) > 0, "\(measured.output)")
+        for (flags, message) in [
+            (["--subjects", "Cache"], "--subjects does not apply to --line-transfer"),
+            (["--threads", "2"], "--threads does not apply to --line-transfer"),
+            (["--memory"], "--memory and --line-transfer measure different things; give one"),
+        ] {
+            let refused = try run(["bench", "--line-transfer", "--ops", "10"] + flags)
+            #expect(refused.status != 0)
+            #expect(refused.errors.contains(message), "\(refused.errors)")
+        }
+    }
+
+    @Test(
         "bench runs a case named twice in a list once",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
