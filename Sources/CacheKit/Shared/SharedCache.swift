@@ -63,7 +63,8 @@ import Synchronization
 /// eviction decider). Handlers run after the lock is released, in the order the removals
 /// happened, on whichever thread applied the write (a background thread, a writer that found
 /// many writes queued, or a reader that applied queued writes); a handler may use the cache.
-/// Change batches: see ``notificationInterval``.
+/// So a write or a read may run the handler before it returns: do not write to the cache while
+/// holding a lock that the handler takes. Change batches: see ``notificationInterval``.
 ///
 /// - Note: `SharedCache` has no eviction veto and no loader; ``Cache`` has both.
 public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
