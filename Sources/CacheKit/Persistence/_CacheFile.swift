@@ -279,8 +279,10 @@ enum _CacheFile {
             let ours = pid == getpid() && parts.count == 3 && parts[1] == processToken
             if ours { continue }  // this process's saves in flight
             let file = directory.appendingPathComponent(name).path
+            // By the process id: an earlier process that had this id, or one that is gone.
+            func writerIsGone() -> Bool { pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH) }
             if parts.count == 2 {  // a version that never locked: the process id decides
-                if pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH) { unlink(file) }
+                if writerIsGone() { unlink(file) }
                 continue
             }
             switch lockState(of: file) {
@@ -291,8 +293,7 @@ enum _CacheFile {
                 unlink(file)
                 close(descriptor)
             case .unknown:
-                let dead = pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH)
-                if dead { unlink(file) }
+                if writerIsGone() { unlink(file) }
             }
         }
     }

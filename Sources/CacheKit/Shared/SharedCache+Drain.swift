@@ -275,10 +275,10 @@ extension SharedCache {
         if schedule { scheduleBackgroundDrain(epoch: _drainEpoch.load(ordering: .relaxed)) }
     }
 
-    /// How many queued writes make a writer apply them (see `_enqueue`). At 128, a writer
-    /// applies a drain's worth about once per 128 writes; 512 and 2,048 measured slower on
-    /// read90 (the batch outgrows the caches it warms), and the earlier 32 much slower on 2
-    /// threads (every drain makes the other threads' readers wait).
+    /// How many queued writes make a writer apply them (see `_enqueue`). On read90, 2,048
+    /// measured slower than 128 (FIFO 25.6 against 24.2–24.3 ns/op on 1 thread), 512 could not
+    /// be told from 128, and 32 (session 23, before the bench's start line) was much slower on
+    /// 2 threads.
     @inlinable
     static var _writerDrainThreshold: Int { 128 }
 
