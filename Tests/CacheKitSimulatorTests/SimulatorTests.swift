@@ -561,7 +561,7 @@ struct CommandLineTests {
         "a bench --memory child ends when its parent is killed with SIGKILL",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
-    func memoryChildEndsWithParent() async throws {
+    func memoryChildEndsWithParent() throws {
         let parent = Process()
         parent.executableURL = Self.tool
         // NSCache fills slowly: 5,000,000 entries keep the child busy for seconds.
@@ -569,13 +569,14 @@ struct CommandLineTests {
         parent.standardOutput = FileHandle.nullDevice
         parent.standardError = FileHandle.nullDevice
         try parent.run()
-        // Waited for by the clock, not by a count of tries: under a full parallel test run a
-        // scan of /proc can take tens of milliseconds.
+        // Polled on this thread, without suspending: an async wait, resumed by a concurrency
+        // pool that the other tests of a parallel run keep busy, woke only after the child had
+        // finished (and the parent with it). Waited for by the clock, not by a count of tries.
         var deadline = ContinuousClock.now.advanced(by: .seconds(60))
         var child: Int32?
         while child == nil, parent.isRunning, ContinuousClock.now < deadline {
             child = Self.children(of: parent.processIdentifier, holding: "--memory-one").first
-            if child == nil { try await Task.sleep(for: .milliseconds(10)) }
+            if child == nil { usleep(2_000) }
         }
         let parentRan = parent.isRunning
         kill(parent.processIdentifier, SIGKILL)
@@ -588,7 +589,7 @@ struct CommandLineTests {
         var stillRunning = true
         while stillRunning, ContinuousClock.now < deadline {
             stillRunning = Self.isRunning(started)
-            if stillRunning { try await Task.sleep(for: .milliseconds(10)) }
+            if stillRunning { usleep(2_000) }
         }
         #expect(!stillRunning, "the child outlived its parent")
         if stillRunning { kill(started, SIGKILL) }
