@@ -16,7 +16,7 @@ let package = Package(
         .library(name: "CacheKitSimulator", targets: ["CacheKitSimulator"]),
         .library(name: "CacheKitObservability", targets: ["CacheKitObservability"]),
         .library(name: "CacheKitMacros", targets: ["CacheKitMacros"]),
-        .executable(name: "cachekit", targets: ["cachekit"]),
+        .executable(name: "cachekit", targets: ["CacheKitTool"]),
     ],
     dependencies: [
         // Documentation only (`swift package generate-documentation`); no target depends on it.
@@ -71,10 +71,23 @@ let package = Package(
             dependencies: ["CacheKit", "CacheKitMacrosPlugin"]
         ),
         // What `cachekit` needs from C and Swift cannot import (Linux's `prctl`).
-        .target(name: "_CachekitToolShims"),
+        .target(name: "_CacheKitToolShims"),
+        // What `cachekit bench` and `CacheKitLab` share: the argument parser, the workloads, the
+        // timed rounds and the tables (not a product).
+        .target(
+            name: "CacheKitBenchSupport",
+            dependencies: ["CacheKit", "CacheKitSimulator"]
+        ),
+        // `cachekit`, the command-line tool: `simulate` and `bench`.
         .executableTarget(
-            name: "cachekit",
-            dependencies: ["CacheKit", "CacheKitSimulator", "_CachekitToolShims"]
+            name: "CacheKitTool",
+            dependencies: ["CacheKit", "CacheKitSimulator", "CacheKitBenchSupport", "_CacheKitToolShims"]
+        ),
+        // Instruments that explain the performance figures (minimal LRU sketches, thread scaling,
+        // cache-line transfer time): `swift run -c release CacheKitLab`. Not a product.
+        .executableTarget(
+            name: "CacheKitLab",
+            dependencies: ["CacheKit", "CacheKitSimulator", "CacheKitBenchSupport", "_CacheKitShims"]
         ),
         // Saves a cache in a loop until killed: the persistence crash test runs it (not a product).
         .executableTarget(
@@ -88,8 +101,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CacheKitSimulatorTests",
-            // `cachekit` is a dependency only so that SwiftPM builds it before the tests that run it.
-            dependencies: ["CacheKitSimulator", "CacheKit", "cachekit"]
+            // `cachekit` and `CacheKitLab` are dependencies only so that SwiftPM builds them before
+            // the tests that run them.
+            dependencies: ["CacheKitSimulator", "CacheKit", "CacheKitTool", "CacheKitLab"]
         ),
         .testTarget(
             name: "CacheKitObservabilityTests",

@@ -329,15 +329,21 @@ struct ReferenceTraceTests {
 /// The `cachekit` tool's argument checks, run as a user runs it.
 @Suite("cachekit's arguments")
 struct CommandLineTests {
-    /// `cachekit`, built next to the test bundle (the test target depends on it).
-    static let tool: URL? = {
+    /// The package's executable `name`, built next to the test bundle (the test target depends
+    /// on it), if it is there.
+    static func executable(named name: String) -> URL? {
         var candidates: [URL] = []
         if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
         candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
         candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-        return candidates.map { $0.appendingPathComponent("cachekit") }
+        return candidates.map { $0.appendingPathComponent(name) }
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    }
+
+    /// `cachekit`, the command-line tool.
+    static let tool = executable(named: "cachekit")
+    /// `CacheKitLab`, the package's performance instruments.
+    static let lab = executable(named: "CacheKitLab")
 
     /// Calls `body` with a new temporary directory holding a trace file named `name` with
     /// `lines`, removed when `body` returns.
@@ -350,11 +356,14 @@ struct CommandLineTests {
         return try body(trace)
     }
 
-    /// Runs `cachekit` with `arguments`; its exit status, standard output and standard error
-    /// (both small in these tests: each is read to its end in turn).
-    func execute(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+    /// Runs `program` (`cachekit` unless given) with `arguments`; its exit status, standard
+    /// output and standard error (both small in these tests: each is read to its end in turn).
+    func execute(
+        _ arguments: [String],
+        program: URL? = Self.tool
+    ) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
-        process.executableURL = Self.tool  // the tests that call this run only when it was found
+        process.executableURL = program  // the tests that call this run only when it was found
         process.arguments = arguments
         let output = Pipe()
         let errors = Pipe()
@@ -367,9 +376,10 @@ struct CommandLineTests {
         return (process.terminationStatus, printed, reported)
     }
 
-    /// Runs `cachekit` with `arguments`; its exit status and standard error.
-    func run(_ arguments: [String]) throws -> (status: Int32, errors: String) {
-        let result = try execute(arguments)
+    /// Runs `program` (`cachekit` unless given) with `arguments`; its exit status and standard
+    /// error.
+    func run(_ arguments: [String], program: URL? = Self.tool) throws -> (status: Int32, errors: String) {
+        let result = try execute(arguments, program: program)
         return (result.status, result.errors)
     }
 
@@ -394,11 +404,12 @@ struct CommandLineTests {
     }
 
     /// The rows `cachekit bench --json` prints for `arguments` (after `bench`), expecting it to
-    /// succeed.
-    func benchRows(_ arguments: [String]) throws -> [[String: Any]] {
+    /// succeed; or those of `CacheKitLab`, given it as `program` and its subcommand first in
+    /// `arguments`.
+    func benchRows(_ arguments: [String], program: URL? = Self.tool) throws -> [[String: Any]] {
         let process = Process()
-        process.executableURL = Self.tool
-        process.arguments = ["bench"] + arguments + ["--json"]
+        process.executableURL = program
+        process.arguments = (program == Self.tool ? ["bench"] : []) + arguments + ["--json"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -425,23 +436,62 @@ struct CommandLineTests {
     }
 
     @Test(
-        "bench measures Cache-hasher and the LRU sketches (bare and locked) on every workload, and Cache-noevict on the mix only",
+        "bench measures Cache-hasher on every workload and Cache-noevict on the mix only",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
     )
-    func benchSketches() throws {
+    func benchCacheVariants() throws {
         let rows = try benchRows([
-            "--subjects", "Cache-noevict,Cache-hasher,SlotSketch,SlotSketch+lock,InlineSketch,InlineSketch+lock",
-            "--workloads", "get-hit,mix", "--policies", "lru", "--threads", "1",
-            "--ops", "5000", "--capacity", "500", "--repetitions", "1",
+            "--subjects", "Cache-noevict,Cache-hasher", "--workloads", "get-hit,mix", "--policies", "lru",
+            "--threads", "1", "--ops", "5000", "--capacity", "500", "--repetitions", "1",
         ])
-        let sketches = ["SlotSketch", "SlotSketch+lock", "InlineSketch", "InlineSketch+lock"]
+        let cases = rows.map { "\($0["workload"] as? String ?? "?") \($0["subject"] as? String ?? "?")" }
+        #expect(cases == ["get-hit Cache-hasher", "mix Cache-noevict", "mix Cache-hasher"])
+        #expect(rows.allSatisfy { ($0["nsPerOp"] as? Double ?? 0) > 0 })
+    }
+
+    @Test(
+        "bench offers the comparisons for users, not the lab's sketches",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func benchLeavesSketchesToTheLab() throws {
+        let refused = try run(["bench", "--subjects", "SlotSketch", "--ops", "10"])
+        #expect(refused.status != 0)
+        #expect(refused.errors.contains("--subjects: unknown value 'SlotSketch'"), "\(refused.errors)")
+    }
+
+    @Test(
+        "the lab measures the LRU sketches, bare and locked, on every workload asked",
+        .enabled(if: lab != nil, "CacheKitLab not found next to the test bundle; build it first")
+    )
+    func labSketches() throws {
+        let sketches = ["SlotSketch", "SlotSketch+lock", "SlotSketch+spin", "InlineSketch", "InlineSketch+lock"]
+        let rows = try benchRows(
+            [
+                "sketches", "--subjects", (["Dictionary"] + sketches).joined(separator: ","), "--workloads",
+                "get-hit,mix", "--ops", "5000", "--capacity", "500", "--repetitions", "1",
+            ],
+            program: Self.lab
+        )
         let cases = rows.map { "\($0["workload"] as? String ?? "?") \($0["subject"] as? String ?? "?")" }
         #expect(
-            cases == ["get-hit Cache-hasher"] + sketches.map { "get-hit \($0)" } + [
-                "mix Cache-noevict", "mix Cache-hasher",
-            ]
-                + sketches.map { "mix \($0)" }
+            cases == (["Dictionary"] + sketches).map { "get-hit \($0)" }
+                + (["Dictionary"] + sketches).map { "mix \($0)" }
         )
+        #expect(rows.allSatisfy { ($0["nsPerOp"] as? Double ?? 0) > 0 })
+    }
+
+    @Test(
+        "the lab measures read90 scaling of SharedCache variants on 1 and 2 threads",
+        .enabled(if: lab != nil, "CacheKitLab not found next to the test bundle; build it first")
+    )
+    func labScaling() throws {
+        let rows = try benchRows(
+            ["scaling", "--ops", "2000", "--capacity", "500", "--repetitions", "1"],
+            program: Self.lab
+        )
+        let subjects = ["SharedCache", "SharedCache-unbounded", "SharedCache-private", "Dictionary-reads"]
+        let cases = rows.map { "\($0["subject"] as? String ?? "?") \($0["threads"] as? Int ?? 0)" }
+        #expect(cases == subjects.map { "\($0) 1" } + subjects.map { "\($0) 2" })
         #expect(rows.allSatisfy { ($0["nsPerOp"] as? Double ?? 0) > 0 })
     }
 
@@ -597,22 +647,21 @@ struct CommandLineTests {
     #endif
 
     @Test(
-        "bench --line-transfer measures a time, and refuses flags it would ignore",
-        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+        "the lab's line-transfer measures a time, and refuses flags it does not take",
+        .enabled(if: lab != nil, "CacheKitLab not found next to the test bundle; build it first")
     )
     func lineTransfer() throws {
-        let measured = try execute(["bench", "--line-transfer", "--ops", "1000", "--repetitions", "1", "--json"])
+        let measured = try execute(
+            ["line-transfer", "--ops", "1000", "--repetitions", "1", "--json"],
+            program: Self.lab
+        )
         #expect(measured.status == 0, "\(measured.errors)")
         let object = try JSONSerialization.jsonObject(with: Data(measured.output.utf8)) as? [String: Double]
         #expect((object?["lineTransferNanoseconds"] ?? 0) > 0, "\(measured.output)")
-        for (flags, message) in [
-            (["--subjects", "Cache"], "--subjects does not apply to --line-transfer"),
-            (["--threads", "2"], "--threads does not apply to --line-transfer"),
-            (["--memory"], "--memory and --line-transfer measure different things; give one"),
-        ] {
-            let refused = try run(["bench", "--line-transfer", "--ops", "10"] + flags)
+        for flag in ["--subjects", "--threads"] {
+            let refused = try run(["line-transfer", "--ops", "10", flag, "2"], program: Self.lab)
             #expect(refused.status != 0)
-            #expect(refused.errors.contains(message), "\(refused.errors)")
+            #expect(refused.errors.contains("unknown option '\(flag)'"), "\(refused.errors)")
         }
     }
 

@@ -56,7 +56,7 @@ struct SharedCacheTests {
     @Test("a writer that finds 128 writes queued applies them, then queues its own")
     func writersDrainALongQueue() {
         let cache = SharedCache<Int, Int>()
-        cache._drainsInBackground.store(false, ordering: .relaxed)  // writer drains only
+        cache._stopBackgroundDrains()  // writer drains only
         let log = RemovalLog<Int, Int>()
         cache.removalHandler = log.append
         for key in 0..<128 { cache[key] = key }
@@ -93,7 +93,7 @@ struct SharedCacheTests {
         let clock = SteppingClock()
         let cache = SharedCache<String, Int>(expiration: .afterWrite(.seconds(5)), clock: clock)
         if writersDrain {
-            cache._drainsInBackground.store(false, ordering: .relaxed)  // no other clock reading
+            cache._stopBackgroundDrains()  // no other clock reading
         } else {
             cache._applyWritesOnlyWhenAsked()
         }

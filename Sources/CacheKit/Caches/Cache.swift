@@ -39,7 +39,7 @@ import _CacheKitShims
 /// Entries live in contiguous slot arrays with a 4-byte-per-bucket hash index, so a million
 /// `Int`-to-`Int` entries take about as many bytes as a `Dictionary` holding them (with LRU, FIFO
 /// or SIEVE; W-TinyLFU's sketch adds about a third). Reads and writes
-/// are O(1) and allocate nothing once the cache is full. See the README for measured figures.
+/// are O(1) and allocate nothing once the cache is full. See <doc:Performance> for measured figures.
 ///
 /// ## Hashing
 /// Keys of the standard integer types (`Int`, `UInt32`, …) are hashed by CacheKit itself, with
@@ -330,8 +330,9 @@ public final class Cache<Key: Hashable, Value> {
     /// - Complexity: O(*n*) to remove every entry; O(*k*) to trim *k* entries.
     public func handleMemoryPressure() { _handleMemoryPressure() }
 
-    /// Checks the engine's internal consistency, trapping on the first disagreement. For tests.
-    public func _checkInvariants() { _withState { $0.core._checkInvariants() } }
+    /// Checks the engine's internal consistency, trapping on the first disagreement (for the
+    /// package's tests; not API).
+    package func _checkInvariants() { _withState { $0.core._checkInvariants() } }
 }
 
 extension Cache: _StateHost {

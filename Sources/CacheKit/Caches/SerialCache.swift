@@ -239,8 +239,9 @@ public final class SerialCache<Key: Hashable, Value> {
     /// - Complexity: O(*n*) to remove every entry; O(*k*) to trim *k* entries.
     public func handleMemoryPressure() { _handleMemoryPressure() }
 
-    /// Checks the engine's internal consistency, trapping on the first disagreement. For tests.
-    public func _checkInvariants() { state.pointee.core._checkInvariants() }
+    /// Checks the engine's internal consistency, trapping on the first disagreement (for the
+    /// package's tests; not API).
+    package func _checkInvariants() { state.pointee.core._checkInvariants() }
 }
 
 extension SerialCache: _StateHost {
@@ -262,7 +263,7 @@ extension SerialCache: _StateHost {
             && state.activityObserver == nil && _insertionPolicy == nil
     }
 
-    /// For `cachekit simulate`, not API: one request of a trace replay. Returns whether `key` was
+    /// For the package's simulator (`cachekit simulate`), not API: one request of a trace replay. Returns whether `key` was
     /// cached (a hit, which counts as a use); on a miss stores `value` with cost 0. The same
     /// engine and policy steps as ``value(forKey:)`` followed by ``setValue(_:forKey:cost:)``,
     /// with one index probe instead of two. A cache with expiry, a removal handler, an eviction
@@ -270,7 +271,7 @@ extension SerialCache: _StateHost {
     ///
     /// - Complexity: O(1) amortized, plus O(1) per entry evicted.
     @inlinable
-    public func _replay(_ key: Key, insertingOnMiss value: Value) -> Bool {
+    package func _replay(_ key: Key, insertingOnMiss value: Value) -> Bool {
         let hit = _withState { state -> Bool? in
             guard _replaysDirectly(state) else { return nil }
             var removals = _Removals<Key, Value>()
@@ -284,13 +285,13 @@ extension SerialCache: _StateHost {
         return false
     }
 
-    /// For `cachekit simulate`, not API: replays `keys` in order, each as
+    /// For the package's simulator (`cachekit simulate`), not API: replays `keys` in order, each as
     /// ``_replay(_:insertingOnMiss:)`` does, and returns how many were hits. The cache's
     /// configuration is checked once for the whole run rather than once per request.
     ///
     /// - Complexity: O(*n*) amortized for *n* keys.
     @inlinable
-    public func _replay<Keys: Sequence<Key>>(_ keys: Keys, insertingOnMiss value: Value) -> Int {
+    package func _replay<Keys: Sequence<Key>>(_ keys: Keys, insertingOnMiss value: Value) -> Int {
         guard _withState({ _replaysDirectly($0) }) else {
             return keys.reduce(0) { $0 + (_replay($1, insertingOnMiss: value) ? 1 : 0) }
         }

@@ -22,11 +22,13 @@
 /// picks can wrap them in a type of its own whose `hash(into:)` combines the integer: such a key
 /// is hashed by `Hasher`.
 ///
-/// Public only so that `cachekit bench`'s minimal sketches can hash as the engine does; not API
-/// (see the README's "Public API").
-public enum _KeyHash {
+/// `@usableFromInline` for the engine's inlinable code; `package` so that the package's own
+/// benchmarks (`CacheKitLab`'s minimal sketches) hash as the engine does. Not API.
+@usableFromInline
+package enum _KeyHash {
     /// The two seed words of this process (see the type's notes).
-    public static let processSeed = Seed(
+    @usableFromInline
+    package static let processSeed = Seed(
         mask: UInt64(truncatingIfNeeded: 0x6361_6368_656B_6974.hashValue),
         multiplier: UInt64(truncatingIfNeeded: 0x6B65_7968_6173_6821.hashValue),
         secondMask: UInt64(truncatingIfNeeded: 0x7365_636F_6E64_2121.hashValue)
@@ -35,7 +37,8 @@ public enum _KeyHash {
     /// The seed words: the key is exclusive-ored with `mask` and multiplied by `multiplier`
     /// (made odd); the folded product is exclusive-ored with `secondMask` and multiplied by a
     /// fixed odd constant.
-    public struct Seed: Sendable {
+    @usableFromInline
+    package struct Seed: Sendable {
         @usableFromInline let mask: UInt64
         @usableFromInline let multiplier: UInt64
         @usableFromInline let secondMask: UInt64
@@ -70,7 +73,7 @@ public enum _KeyHash {
     /// multiply or the call to `hashValue`.
     @inlinable
     @inline(__always)
-    public static func hash<Key: Hashable>(_ key: Key, seed: Seed) -> Int {
+    package static func hash<Key: Hashable>(_ key: Key, seed: Seed) -> Int {
         if Key.self == Int.self { return fold(UInt64(truncatingIfNeeded: unsafeBitCast(key, to: Int.self)), seed) }
         if Key.self == UInt.self { return fold(UInt64(truncatingIfNeeded: unsafeBitCast(key, to: UInt.self)), seed) }
         if Key.self == Int64.self { return fold(UInt64(truncatingIfNeeded: unsafeBitCast(key, to: Int64.self)), seed) }

@@ -151,9 +151,9 @@ enum _CacheFile {
             // At once, before any write. (A file system without `flock` refuses it: cleaners
             // there go by the process id.)
             while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
-            // A cleaner may have locked the new file between open and flock (found by a
-            // review: another process cleaning in a loop hit it within milliseconds); it unlinks
-            // the file before it unlocks it, so once the lock is ours a link count of 0 says so,
+            // A cleaner may have locked the new file between open and flock (another process
+            // cleaning in a loop does so within milliseconds); it unlinks the file before it
+            // unlocks it, so once the lock is ours a link count of 0 says so,
             // and the save starts again under a new name.
             var status = stat()
             guard fstat(fd, &status) == 0, status.st_nlink == 0 else { break }
@@ -262,11 +262,12 @@ enum _CacheFile {
     /// wrote it; one that cannot is a save in flight and stays. So does anything this process
     /// may not open (another user's save: its process id may mean nothing here) and anything
     /// that is not a regular file (a symbolic link or a FIFO with such a name is not followed or
-    /// opened for waiting). On a file system without `flock` the process id in the name decides,
-    /// as before session 27: a leftover if no process has that id, or if it is this process's id
-    /// under an earlier process's token. (By process id alone, a cleaner in another PID namespace
-    /// took a running save's file for a dead process's, and that save failed.) Names of CacheKit
-    /// before the process token, `<pid>-<number>`, whose saves never locked, go by the process id.
+    /// opened for waiting). On a file system without `flock` the process id in the name decides:
+    /// a leftover if no process has that id, or if it is this process's id under an earlier
+    /// process's token. (The process id alone cannot decide where `flock` works: a cleaner in
+    /// another PID namespace would take a running save's file for a dead process's.) Names
+    /// without a process token, `<pid>-<number>`, which unlocking saves wrote, go by the process
+    /// id.
     static func removeStaleTemporaries(beside path: String) {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent()

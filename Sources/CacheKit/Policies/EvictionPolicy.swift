@@ -31,8 +31,8 @@
 ///
 /// Every policy runs in O(1) (amortized) per operation and allocates nothing per access.
 ///
-/// ``default`` (W-TinyLFU) is what a cache uses when you name none: across the real traces in
-/// CacheKit's README it comes closest to the optimal hit ratio on average and never collapses
+/// ``default`` (W-TinyLFU) is what a cache uses when you name none: across the real traces of
+/// the <doc:ChoosingAPolicy> article it comes closest to the optimal hit ratio on average and never collapses
 /// (LRU, FIFO, SIEVE and ARC score 0 on a loop slightly larger than the cache). Choose ``lru``
 /// for strict recency semantics (NSCache's), or run `cachekit simulate` on a trace of your own.
 public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {

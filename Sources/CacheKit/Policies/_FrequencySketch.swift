@@ -11,10 +11,10 @@
 /// entry), 2 to 2.5 was the only range where W-TinyLFU stayed within 3 points of the best
 /// reference on every trace, and it lowered the mean gap to OPT from 8.82 to 8.25 points. A sketch
 /// that forgets slowly keeps old favourites in the main space while a working set moves on
-/// (cloudPhysicsIO: 0.2080 at 10, 0.2279 at 2.5; OLTP at 18,688 entries: 0.6156 and 0.6557;
-/// figures from before the blocks, which moved them by a fraction of a point). What
-/// it costs: on traces where long memory pays (the LIRS loops backf, zigzag and scan) the hit
-/// ratio drops by up to 10 points at 30% of the unique keys; the README has the figures. The table holds 16 counters per 64-bit
+/// (cloudPhysicsIO: 0.2080 at 10, 0.2279 at 2.5; OLTP at 18,688 entries: 0.6156 and 0.6557,
+/// within a fraction of a point of the blocked table's figures). What it costs: on traces where
+/// long memory pays (the LIRS loops backf, zigzag and scan) the hit ratio drops by up to 10
+/// points at 30% of the unique keys (the <doc:ChoosingAPolicy> article). The table holds 16 counters per 64-bit
 /// word and one word per entry of capacity (rounded up to a power of two): 8 bytes per entry,
 /// bounded however many distinct keys pass through.
 @usableFromInline

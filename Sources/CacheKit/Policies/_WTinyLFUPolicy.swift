@@ -102,7 +102,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
             // No limit any more: sized as an unbounded cache is, by its slots (and what it holds),
             // not left with the shares and the sketch's aging of the limit it had. Otherwise only
             // the slots' next doubling resized it, which a cache kept small by a cost limit may
-            // never reach (a review found a window of 1 and aging every 2 uses after 1000 → 1 → 0).
+            // never reach (limits of 1000 → 1 → 0 would leave a window of 1 and aging every 2 uses).
             resize(for: Swift.max(state.pointee.slotCapacity, residentCount))
         }
     }
@@ -291,7 +291,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         // probation; the last one moved is the candidate. Several move at once only after the
         // climber shrank the window; Caffeine moves that excess when it shrinks the window,
         // uncontested, so there too the entry that contests is the one the arrival pushes out.
-        // (Contesting the oldest moved instead measured worse on the reference traces, session 17.)
+        // (Contesting the oldest moved instead measures worse on the reference traces.)
         var candidate: Int32 = -1
         var candidateInWindow = false
         while count(Self.window).pointee >= s.pointee.windowMax && count(Self.window).pointee > 0 {

@@ -249,7 +249,7 @@ extension SharedCache {
     /// thread), then queues its own: its call stays asynchronous, as every write's does. The
     /// background drain applies what stays queued when writes slow down. Writers draining on
     /// their own threads measured faster than leaving every drain to the background, on 1
-    /// thread and on 2 (see "SharedCache" in the README); the background drain costs a thread
+    /// thread and on 2 (`cachekit bench --subjects SharedCache`); the background drain costs a thread
     /// wake-up and, on a busy machine, takes a core from a reader while every reader waits.
     ///
     /// The write is counted in the filter and in `_pendingCount` before it is queued, outside
@@ -268,17 +268,16 @@ extension SharedCache {
         var write = Optional(write)  // moved into the queue, not copied (see `append`)
         let schedule = pending.withLock { pending -> Bool in
             pending.append(write.take().unsafelyUnwrapped)
-            if pending.drainScheduled || !_drainsInBackground.load(ordering: .relaxed) { return false }
-            pending.drainScheduled = true
+            guard pending.backgroundDrain == .idle else { return false }
+            pending.backgroundDrain = .scheduled
             return true
         }
         if schedule { scheduleBackgroundDrain(epoch: _drainEpoch.load(ordering: .relaxed)) }
     }
 
     /// How many queued writes make a writer apply them (see `_enqueue`). On read90, 2,048
-    /// measured slower than 128 (FIFO 25.6 against 24.2–24.3 ns/op on 1 thread), 512 could not
-    /// be told from 128, and 32 (session 23, before the bench's start line) was much slower on
-    /// 2 threads.
+    /// measures slower than 128 (FIFO 25.6 against 24.2–24.3 ns/op on 1 thread), 512 cannot be
+    /// told from 128, and 32 is much slower on 2 threads.
     @inlinable
     static var _writerDrainThreshold: Int { 128 }
 
@@ -291,7 +290,7 @@ extension SharedCache {
         _drainHoldingLock(sweepingUntil: limit) { _, _ in }
     }
 
-    /// Queues the background drain. Only it clears `drainScheduled`, so however many writes
+    /// Queues the background drain. Only it returns the state to `.idle`, so however many writes
     /// arrive (and however many readers and writers drain them first) there is at most one
     /// queued; it runs half a millisecond later, so a burst of writes costs one dispatch. If a
     /// drain applied writes since it was queued (`_drainEpoch` moved from `epoch`), writers are
@@ -302,11 +301,11 @@ extension SharedCache {
         drainQueue.asyncAfter(deadline: DispatchTime.now() + DispatchTimeInterval.microseconds(500)) { [weak self] in
             guard let self else { return }
             let current = _drainEpoch.load(ordering: .relaxed)
-            // Decided under the queue's lock: a write queued after `drainScheduled` is cleared
+            // Decided under the queue's lock: a write queued after the state returns to `.idle`
             // schedules the next background drain itself.
             let writersDraining = pending.withLock { pending -> Bool in
                 if current != epoch && !pending.writes.isEmpty { return true }
-                pending.drainScheduled = false
+                if pending.backgroundDrain == .scheduled { pending.backgroundDrain = .idle }
                 return false
             }
             if writersDraining { scheduleBackgroundDrain(epoch: current) } else { _drain() }

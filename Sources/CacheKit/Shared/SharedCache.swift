@@ -89,10 +89,9 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// The policy orders entries by reads (every policy but FIFO, whose order is insertion's).
     let _policyHearsReads: Bool
     @usableFromInline let _recordsStatistics = Atomic<Bool>(true)
-    /// Whether a write schedules the background drain, and whether a writer that finds many
-    /// writes queued applies them (both always, but in tests that need writes to stay queued
-    /// until a read, `flush()` or bulk operation applies them: `_applyWritesOnlyWhenAsked()`).
-    @usableFromInline let _drainsInBackground = Atomic<Bool>(true)
+    /// Whether a writer that finds `_writerDrainThreshold` writes queued applies them: always,
+    /// but in the package's tests that hold writes in the queue (`_applyWritesOnlyWhenAsked()`).
+    /// Read only by a writer that crossed the threshold, never on a write's common path.
     @usableFromInline let _writersDrain = Atomic<Bool>(true)
 
     /// Keeps the atomics below off the cache lines of the properties above.
@@ -501,14 +500,22 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     }
 
     /// Leaves queued writes queued until a read, `flush()` or bulk operation applies them: no
-    /// background drain and no writer drains. For tests.
-    func _applyWritesOnlyWhenAsked() {
-        _drainsInBackground.store(false, ordering: .relaxed)
+    /// background drain and no writer drains. For the package's tests; call it before writing.
+    package func _applyWritesOnlyWhenAsked() {
+        _stopBackgroundDrains()
         _writersDrain.store(false, ordering: .relaxed)
     }
 
-    /// Checks the engine's internal consistency, trapping on the first disagreement. For tests.
-    public func _checkInvariants() { _exclusive { state, _ in state.core._checkInvariants() } }
+    /// Queues no background drain from now on: writes are applied by writers that find many
+    /// queued, and by reads, `flush()` and bulk operations. For the package's tests; call it
+    /// before writing.
+    package func _stopBackgroundDrains() {
+        pending.withLock { $0.backgroundDrain = .off }
+    }
+
+    /// Checks the engine's internal consistency, trapping on the first disagreement (for the
+    /// package's tests; not API).
+    package func _checkInvariants() { _exclusive { state, _ in state.core._checkInvariants() } }
 }
 
 extension _CacheCore {

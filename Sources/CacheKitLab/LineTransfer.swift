@@ -1,12 +1,13 @@
+import CacheKitBenchSupport
 import Dispatch
 import Synchronization
 
-/// `cachekit bench --line-transfer`: how long one cache line takes to move from one core to
+/// `CacheKitLab line-transfer`: how long one cache line takes to move from one core to
 /// another, measured by two threads passing a counter back and forth.
 ///
 /// Every write that one thread makes and another then reads costs about this much: it bounds
-/// how well a structure whose threads share what they write can scale (see "SharedCache" in
-/// the README).
+/// how well a structure whose threads share what they write can scale (see the Performance
+/// article's notes on threads).
 enum LineTransfer {
     /// The one-way time in nanoseconds: thread 0 stores an odd number, thread 1 waits for it
     /// and stores the next even one, `rounds` times; each round moves the line twice.

@@ -1,3 +1,4 @@
+import CacheKitBenchSupport
 import CacheKitSimulator
 import Foundation
 

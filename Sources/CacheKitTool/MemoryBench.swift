@@ -1,8 +1,9 @@
 import CacheKit
+import CacheKitBenchSupport
 import Foundation
 
 #if os(Linux)
-import _CachekitToolShims
+import _CacheKitToolShims
 #endif
 
 /// `cachekit bench --memory`: bytes per entry, as growth of the resident set while N `Int`-to-`Int`
@@ -28,7 +29,7 @@ enum MemoryBench {
         serialPolicies: [EvictionPolicy] = [.lru]
     ) throws {
         #if os(Linux)
-        Bench.warnIfDebug()
+        warnIfDebug()
         // Each subject is measured in a fresh child process: in one process, the allocator keeps
         // memory freed by the previous structure (and by each doubling) and skews the next figure.
         var results: [Result] = []

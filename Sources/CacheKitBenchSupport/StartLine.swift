@@ -14,17 +14,17 @@ import Darwin
 /// counting itself ready and then spinning on the start line. Only when all are there does the
 /// clock start and the line drop, so a case's time holds no thread creation or wake-up, and the
 /// scheduler has placed each spinning thread on a core of its own before the work begins.
-/// (`DispatchQueue.concurrentPerform`, used before session 26, started the clock before its
-/// worker woke: a 2-thread case of a few milliseconds then measured 8.2 ns/op in one process and
-/// 20.6 in another that had run other cases first.)
-final class StartLine: Sendable {
+/// (`DispatchQueue.concurrentPerform` starts the clock before its worker wakes: a 2-thread case
+/// of a few milliseconds measured 8.2 ns/op in one process with it and 20.6 in another that had
+/// run other cases first.)
+package final class StartLine: Sendable {
     private let ready = Atomic<Int>(0)
     private let go = Atomic<Bool>(false)
     private let finished = Atomic<Int>(0)
 
     /// Runs `body(t)` for each `t` in `0..<threads`, released together; returns the uptime in
     /// nanoseconds at the release. Returns when every `body` has returned.
-    static func run(threads: Int, _ body: @escaping @Sendable (Int) -> Void) -> UInt64 {
+    package static func run(threads: Int, _ body: @escaping @Sendable (Int) -> Void) -> UInt64 {
         guard threads > 1 else {
             let start = DispatchTime.now().uptimeNanoseconds
             body(0)

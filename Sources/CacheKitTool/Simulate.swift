@@ -1,4 +1,5 @@
 import CacheKit
+import CacheKitBenchSupport
 import CacheKitSimulator
 import Foundation
 
@@ -58,7 +59,7 @@ enum Simulate {
         let sizes = try parseSizes(args, unique: unique)
         let (policies, wantsOPT) = try parsePolicies(args)
         let rounds = try args.int("rounds", default: 1, maximum: 1000)
-        Bench.warnIfDebug()
+        warnIfDebug()
 
         var results: [SimulationResult] = []
         let progress = Progress(

@@ -1,6 +1,6 @@
 /// Prints `rows` under `header` in aligned columns, with a rule under the header. Columns whose
 /// index is in `rightAligned` (numbers) are right-aligned.
-func printAligned(header: [String], rows: [[String]], rightAligned: Set<Int>) {
+package func printAligned(header: [String], rows: [[String]], rightAligned: Set<Int>) {
     let all = [header] + rows
     let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
     for (i, row) in all.enumerated() {

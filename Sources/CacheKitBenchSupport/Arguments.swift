@@ -3,9 +3,11 @@ import Foundation
 /// A small command-line parser: `--flag value`, `--flag=value` and boolean `--flag`.
 ///
 /// Unknown flags and missing or malformed values are errors that name the flag.
-struct Arguments {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+package struct Arguments {
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+
+        package init(description: String) { self.description = description }
     }
 
     private var values: [String: String] = [:]
@@ -13,7 +15,7 @@ struct Arguments {
 
     /// Parses `arguments`, accepting the value flags in `valueFlags` and the boolean flags in
     /// `booleanFlags` (names without the leading dashes).
-    init(_ arguments: [String], valueFlags: Set<String>, booleanFlags: Set<String>) throws {
+    package init(_ arguments: [String], valueFlags: Set<String>, booleanFlags: Set<String>) throws {
         var i = 0
         while i < arguments.count {
             let argument = arguments[i]
@@ -43,13 +45,13 @@ struct Arguments {
     }
 
     /// Whether the boolean flag `name` was given.
-    func flag(_ name: String) -> Bool { switches.contains(name) }
+    package func flag(_ name: String) -> Bool { switches.contains(name) }
 
     /// The text given for `name`, if any.
-    func string(_ name: String) -> String? { values[name] }
+    package func string(_ name: String) -> String? { values[name] }
 
     /// The positive integer given for `name` (underscores allowed: `1_000_000`), or `defaultValue`.
-    func int(_ name: String, default defaultValue: Int, minimum: Int = 1, maximum: Int = .max) throws -> Int {
+    package func int(_ name: String, default defaultValue: Int, minimum: Int = 1, maximum: Int = .max) throws -> Int {
         guard let text = values[name] else { return defaultValue }
         guard let value = Int(text.replacingOccurrences(of: "_", with: "")), value >= minimum, value <= maximum else {
             let range = maximum == .max ? ">= \(minimum)" : "from \(minimum) to \(maximum)"
@@ -60,7 +62,7 @@ struct Arguments {
 
     /// The comma-separated list given for `name`, each item checked against `allowed`; an item
     /// given twice counts once.
-    func list(_ name: String, default defaultValue: [String], allowed: [String]) throws -> [String] {
+    package func list(_ name: String, default defaultValue: [String], allowed: [String]) throws -> [String] {
         guard let text = values[name] else { return defaultValue }
         var items: [String] = []
         for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })

@@ -1,2 +1,2 @@
 // The shims are header-only (static inline); SwiftPM needs one source file per C target.
-#include "_CachekitToolShims.h"
+#include "_CacheKitToolShims.h"
