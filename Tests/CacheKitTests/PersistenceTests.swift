@@ -724,7 +724,11 @@ struct PersistenceTests {
         let url = directory.file()
         let foreign = Data(repeating: UInt8(ascii: "x"), count: 4 << 20)
         try foreign.write(to: url)
-        #expect(try (_CacheFile.read(path: url.path)?.count ?? 0) <= 64 * 1024)
+        var bytesRead = 0
+        #expect(throws: CachePersistenceError.foreignFile(path: url.path)) {
+            try _CacheFile.readPayload(path: url.path, identifier: "json", bytesRead: &bytesRead)
+        }
+        #expect(bytesRead <= 23 + 255)
         #expect(throws: CachePersistenceError.foreignFile(path: url.path)) {
             try CachePersistence(cache: Cache<String, Int>(), fileURL: url).load()
         }

@@ -150,11 +150,17 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
         _CacheFile.removeStaleTemporaries(beside: path)
         let entries: [PersistedEntry<C.Key, C.Value>]
         do throws(CachePersistenceError) {
-            guard let bytes = try _CacheFile.read(path: path) else {
+            var bytesRead = 0
+            guard
+                let payload = try _CacheFile.readPayload(
+                    path: path,
+                    identifier: serializer.identifier,
+                    bytesRead: &bytesRead
+                )
+            else {
                 state.withLock { $0.allowReplacing() }
                 return 0
             }
-            let payload = try _CacheFile.unwrap(bytes, path: path, identifier: serializer.identifier)
             entries = try decode(payload)
             try Self.checkCosts(of: entries, path: path)
         } catch {
@@ -182,6 +188,8 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
         } catch let error as DecodingError {
             let (field, reason) = Self.describe(error)
             throw .undecodable(path: path, field: field, reason: reason)
+        } catch let error as _PayloadRefused {
+            throw .undecodable(path: path, field: "", reason: error.reason)
         } catch {
             throw .undecodable(path: path, field: "", reason: "\(error)")
         }

@@ -53,11 +53,19 @@ public struct CacheSerializer<Key: Hashable, Value>: Sendable {
 extension CacheSerializer where Key: Codable & Sendable, Value: Codable & Sendable {
     /// JSON through `JSONEncoder` and `JSONDecoder` (identifier `"json"`): an array of
     /// `{"key": …, "value": …, "cost": …}` objects, next victim first. The default.
+    ///
+    /// A payload whose arrays and objects nest more than 256 levels (the top-level array
+    /// included) is refused before it is decoded, with
+    /// ``CachePersistenceError/undecodable(path:field:reason:)``: a cache file can come from
+    /// anywhere, and a recursive value type decodes one call deeper per level.
     public static var json: CacheSerializer {
         CacheSerializer(
             identifier: "json",
             encode: { try JSONEncoder().encode($0) },
-            decode: { try JSONDecoder().decode([PersistedEntry<Key, Value>].self, from: $0) }
+            decode: { payload in
+                try _PayloadCheck.checkJSON(payload)
+                return try JSONDecoder().decode([PersistedEntry<Key, Value>].self, from: payload)
+            }
         )
     }
 
@@ -67,6 +75,12 @@ extension CacheSerializer where Key: Codable & Sendable, Value: Codable & Sendab
     /// Foundation's property-list coders write `nil` as the string `"$null"` and read that
     /// string back as `nil`: in a key or value of an optional type, the string `"$null"` comes
     /// back as `nil`. Use ``json`` (or a serializer of your own) for such data.
+    ///
+    /// It reads only the binary format it writes. An XML or OpenStep payload is refused before
+    /// any parser sees it (Foundation's XML parser stops the process on some malformed input),
+    /// and a binary payload's structure is checked first: offsets and references inside the
+    /// payload, no cycles, and arrays, sets and dictionaries nested at most 256 levels. Each
+    /// refusal is a ``CachePersistenceError/undecodable(path:field:reason:)``.
     public static var propertyList: CacheSerializer {
         CacheSerializer(
             identifier: "plist",
@@ -75,7 +89,10 @@ extension CacheSerializer where Key: Codable & Sendable, Value: Codable & Sendab
                 encoder.outputFormat = .binary
                 return try encoder.encode(entries)
             },
-            decode: { try PropertyListDecoder().decode([PersistedEntry<Key, Value>].self, from: $0) }
+            decode: { payload in
+                try _PayloadCheck.checkBinaryPropertyList(payload)
+                return try PropertyListDecoder().decode([PersistedEntry<Key, Value>].self, from: payload)
+            }
         )
     }
 }

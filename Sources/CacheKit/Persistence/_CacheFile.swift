@@ -44,85 +44,11 @@ enum _CacheFile {
         return bytes
     }
 
-    /// The payload of a file's bytes, after checking magic, version, lengths, checksum and
-    /// serializer, in that order.
-    static func unwrap(_ bytes: [UInt8], path: String, identifier: String) throws(CachePersistenceError) -> Data {
-        let size = bytes.count
-        let magicBytes = min(size, magic.count)
-        guard bytes[..<magicBytes].elementsEqual(magic[..<magicBytes]) else { throw .foreignFile(path: path) }
-        guard size >= 11 else { throw .truncated(path: path, expectedBytes: 11, actualBytes: size) }
-        let version = read(UInt16.self, from: bytes, at: 8)
-        guard version <= Self.version else {
-            throw .newerVersion(path: path, found: version, supported: Self.version)
-        }
-        guard version >= 1 else { throw .corrupted(path: path, offset: 8, reason: "format version 0") }
-        let idCount = Int(bytes[10])
-        guard idCount > 0 else { throw .corrupted(path: path, offset: 10, reason: "empty serializer identifier") }
-        let headerSize = 23 + idCount
-        guard size >= headerSize else { throw .truncated(path: path, expectedBytes: headerSize, actualBytes: size) }
-        let announced = read(UInt64.self, from: bytes, at: 11 + idCount)
-        guard announced <= UInt64(Int.max - headerSize) else {
-            throw .corrupted(path: path, offset: 11 + idCount, reason: "payload length \(announced) is impossible")
-        }
-        let expectedSize = headerSize + Int(announced)
-        guard size >= expectedSize else {
-            throw .truncated(path: path, expectedBytes: expectedSize, actualBytes: size)
-        }
-        guard size == expectedSize else {
-            throw .corrupted(
-                path: path,
-                offset: expectedSize,
-                reason: "\(size - expectedSize) bytes after the \(announced)-byte payload"
-            )
-        }
-        let stored = read(UInt32.self, from: bytes, at: 19 + idCount)
-        var crc = _CRC32()
-        crc.update(bytes[8..<(19 + idCount)])
-        crc.update(bytes[headerSize...])
-        guard crc.value == stored else { throw .checksumMismatch(path: path, stored: stored, computed: crc.value) }
-        guard let found = String(validating: bytes[11..<(11 + idCount)], as: UTF8.self) else {
-            throw .corrupted(path: path, offset: 11, reason: "serializer identifier is not UTF-8")
-        }
-        guard found == identifier else { throw .serializerMismatch(path: path, found: found, expected: identifier) }
-        return Data(bytes[headerSize...])
-    }
-
     private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
     }
 
-    private static func read<T: FixedWidthInteger>(_: T.Type, from bytes: [UInt8], at offset: Int) -> T {
-        var value: T = 0
-        for index in 0..<MemoryLayout<T>.size { value |= T(bytes[offset + index]) << (8 * index) }
-        return value
-    }
-
     // MARK: System calls
-
-    /// The file's bytes, or `nil` if there is no file. A file that does not start with the
-    /// magic bytes is read no further than its first 64 KiB (enough for `unwrap` to call it
-    /// foreign): a path pointing at some large other file must not be read into memory whole.
-    static func read(path: String) throws(CachePersistenceError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { return nil }
-            throw .ioFailure(path: path, operation: "open", errno: errno)
-        }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let got = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw .ioFailure(path: path, operation: "read", errno: errno)
-            }
-            if got == 0 { return bytes }
-            bytes += chunk[..<got]
-            let checked = min(bytes.count, magic.count)
-            if !bytes[..<checked].elementsEqual(magic[..<checked]) { return bytes }
-        }
-    }
 
     /// A temporary file written and flushed, still open, and locked (`flock`) until
     /// ``replace(_:with:)`` or ``discard(_:)`` closes it: the lock tells cleaners in any process,
@@ -332,11 +258,6 @@ enum _CacheFile {
             return error == EWOULDBLOCK ? .locked : .unknown
         }
     }
-}
-
-/// `read(2)`, which the static `read` functions above would otherwise shadow.
-private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    read(fd, buffer, count)
 }
 
 /// CRC-32 (IEEE 802.3, the polynomial zlib and PNG use), one table lookup per byte.
