@@ -866,7 +866,7 @@ struct SharedCacheTests {
         #expect(!heldDuringIteration.value)
     }
 
-    @Test("the cache goes away with its background tasks, and its change sequences end")
+    @Test("the cache goes away with its background tasks, and its change sequences end after its last write")
     func lifetime() async {
         let clock = ManualClock()
         var cache: SharedCache<Int, Int>? = SharedCache(
@@ -882,6 +882,7 @@ struct SharedCacheTests {
         cache = nil
         await eventually { weakCache == nil }  // a queued background drain may hold it briefly
         var iterator = changes.makeAsyncIterator()
+        #expect(await iterator.next()?.updated == [1: 1])
         #expect(await iterator.next() == nil)
     }
 }

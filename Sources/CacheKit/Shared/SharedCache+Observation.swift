@@ -39,7 +39,8 @@ extension SharedCache {
     /// Every batch of changes from now on, as an async sequence. Each call returns a new
     /// subscriber that receives every batch; it buffers without limit, so a slow subscriber loses
     /// nothing (each batch holds at most one entry per key, so the buffer grows with the keys
-    /// changed, not with the writes). The sequence ends when the cache goes.
+    /// changed, not with the writes). The sequence ends when the cache goes, after a last batch
+    /// with the changes not yet delivered, writes still queued included.
     public var changes: AsyncStream<SharedCacheChanges<Key, Value>> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: SharedCacheChanges<Key, Value>.self,
@@ -67,6 +68,23 @@ extension SharedCache {
             return true
         }
         if queued { deliverChanges() }
+    }
+
+    /// When the cache goes: applies the writes still queued and gives the `changes`
+    /// subscribers every batch not yet delivered, the changes logged since the last interval
+    /// last, so that a write made just before the cache goes reaches them before their
+    /// sequences end. No notification is posted for these batches: its object would be the
+    /// cache, which is going. Nothing happens without a ``notificationInterval``.
+    func deliverFinalChanges() {
+        let last = _exclusive { _, _ in changeLog?.take() }
+        guard let last else { return }
+        let (batches, continuations) = subscribers.withLock { state in
+            defer { state.queue = [] }
+            return (state.queue + [last], Array(state.continuations.values))
+        }
+        for batch in batches where !batch.updated.isEmpty || !batch.removed.isEmpty {
+            for continuation in continuations { continuation.yield(batch) }
+        }
     }
 
     /// Delivers queued batches, in order, unless another thread is delivering them.

@@ -184,6 +184,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     deinit {
         background.withLock { $0.cancelAll() }
         _triggers.cancelAll()
+        deliverFinalChanges()
         subscribers.withLock { $0.finishAll() }
         _state.deinitialize(count: 1)
         _state.deallocate()
