@@ -1,3 +1,6 @@
+// Caches/: Cache and SerialCache, two caches over one engine state, and _StateHost, the rules
+// they share. Drives the engine through _CacheState, runs every hook unlocked; orders no entries.
+
 import Synchronization
 import _CacheKitShims
 

@@ -1,11 +1,7 @@
-/// The engine as a cache users hold sees it: the policy-erased core plus the hooks.
-@usableFromInline
-typealias _Core<Key: Hashable, Value> = _CacheCore<Key, Value>
-
 /// Everything a cache keeps behind its lock (or, for `SerialCache`, behind its single owner).
 @usableFromInline
 struct _CacheState<Key: Hashable, Value>: ~Copyable {
-    @usableFromInline var core: _Core<Key, Value>
+    @usableFromInline var core: _CacheCore<Key, Value>
     @usableFromInline let policy: EvictionPolicy
     @usableFromInline let expiration: Expiration
     /// What every removal is reported to: the user's handler and the activity observer, or `nil`.
@@ -39,7 +35,7 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
         expiration.validate()
         self.policy = policy
         self.expiration = expiration
-        self.core = _Core(
+        self.core = _CacheCore(
             countLimit: countLimit,
             totalCostLimit: totalCostLimit,
             expiry: expiration.isActive ? _ExpiryTimes(expiration) : nil
@@ -71,7 +67,7 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
 
     /// Empties the core in O(1), returning the old one to report and free outside the lock.
     @inlinable
-    mutating func takeAll() -> _Core<Key, Value> {
+    mutating func takeAll() -> _CacheCore<Key, Value> {
         core.takeAll { [policy] in _AnyPolicy(policy, slotCapacity: $0) }
     }
 }

@@ -426,7 +426,7 @@ extension _StateHost {
 
     /// Sets a limit and enforces it at once.
     @inlinable
-    func _setLimit(_ apply: (inout _Core<Key, Value>) -> Void) {
+    func _setLimit(_ apply: (inout _CacheCore<Key, Value>) -> Void) {
         _ = _trimToLimits(protecting: nil, askingVeto: true, after: apply)
     }
 
@@ -521,7 +521,7 @@ extension _StateHost {
     func _trimToLimits(
         protecting protectedKey: Key?,
         askingVeto: Bool,
-        after change: (inout _Core<Key, Value>) -> Void = { _ in }
+        after change: (inout _CacheCore<Key, Value>) -> Void = { _ in }
     ) -> Bool {
         // Swept first: an expired entry leaves as expired, and never makes a live one go.
         let (veto, isOverLimit) = _withSweptState(now: _timekeeper.now()) { state, removals in
@@ -564,7 +564,7 @@ extension _StateHost {
     func _trim(
         askingVeto veto: (Key, Value, RemovalReason) -> Bool,
         protecting protectedKey: Key?,
-        target: (borrowing _Core<Key, Value>) -> _TrimTarget
+        target: (borrowing _CacheCore<Key, Value>) -> _TrimTarget
     ) -> Bool {
         _trimCountingRounds(askingVeto: veto, protecting: protectedKey, target: target).isOverLimit
     }
@@ -574,7 +574,7 @@ extension _StateHost {
     func _trimCountingRounds(
         askingVeto veto: (Key, Value, RemovalReason) -> Bool,
         protecting protectedKey: Key?,
-        target: (borrowing _Core<Key, Value>) -> _TrimTarget
+        target: (borrowing _CacheCore<Key, Value>) -> _TrimTarget
     ) -> (isOverLimit: Bool, rounds: Int) {
         var vetoed = Set<_SlotVersion>()
         var rounds = 0

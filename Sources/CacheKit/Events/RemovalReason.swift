@@ -1,3 +1,6 @@
+// Events/: what caches report to their hooks (removals and why, activity, write results). Plain
+// values: nothing here locks, stores or decides.
+
 /// Why an entry left a cache. Every removal a removal handler hears carries one.
 ///
 /// Later releases may add reasons; a `switch` over this type outside CacheKit should keep a

@@ -1,3 +1,6 @@
+// Expiration/: deadlines per slot, the clock, sweeps and triggers. Decides when an entry has
+// expired; never evicts for room, and runs no handler (removals go back to the cache).
+
 /// When a cache's entries expire, and how often a ``Cache`` removes expired entries in the
 /// background.
 ///

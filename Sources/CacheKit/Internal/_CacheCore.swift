@@ -1,3 +1,6 @@
+// Internal/: the engine (slots, hash index, list links, limits) that every cache drives. Returns
+// removals instead of calling out; knows no lock, handler or thread.
+
 import _CacheKitShims
 
 /// The engine under every CacheKit cache: slot storage, hash index, eviction policy and limits.

@@ -1,3 +1,6 @@
+// Memoization/: caching a function's results (MemoizedFunction, MemoStorage, the switches). Built
+// on Cache's public API and loading; adds no eviction or expiry rule of its own.
+
 import Synchronization
 
 #if canImport(Foundation)

@@ -1,3 +1,6 @@
+// MemoryPressure/: the system's memory pressure and the caches' responses to it. Trims through the
+// engine's trim and the cache's veto, unlocked for hooks; orders no entries itself.
+
 /// Watches memory pressure and tells subscribers when it rises: the caches' way to give memory
 /// back before the system (or the container) runs out.
 ///

@@ -1,3 +1,6 @@
+// Persistence/: a cache saved to one file and loaded back (format, serializers, atomic replacement)
+// and each cache's snapshot and restore. Reads the engine only to snapshot and restore entries.
+
 import Foundation
 
 /// Saves a cache's entries to a file and loads them back: YMCache's persistence manager.

@@ -1,3 +1,6 @@
+// Policies/: the eviction policies. A policy sees slot numbers and 32-bit hashes, never keys,
+// values, locks or clocks; it answers who goes next and never removes an entry itself.
+
 /// Which entry a full cache gives up first.
 ///
 /// Pass one to any CacheKit cache:

@@ -1,3 +1,6 @@
+// Shared/: SharedCache, its striped reader-writer lock, write queue, drain and change log. Asks
+// the engine for every rule of storing, expiring and evicting; Caches/ never depends on it.
+
 import Dispatch
 import Synchronization
 

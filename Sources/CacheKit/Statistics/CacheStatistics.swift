@@ -1,3 +1,6 @@
+// Statistics/: the counters caches keep and report. Counts what the engine and caches tell it;
+// decides nothing about entries.
+
 /// What a cache has counted since it was created or since ``Cache/resetStatistics()``.
 ///
 /// Caches count while ``Cache/isRecordingStatistics`` is `true` (the default). The counters are
