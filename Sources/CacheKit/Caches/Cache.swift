@@ -65,8 +65,10 @@ public final class Cache<Key: Hashable, Value> {
     @usableFromInline let _bucketsMask = Atomic<Int>(0)
     /// `_KeyHash.processSeed`, copied (reading the global costs a call).
     @usableFromInline let _seed = _KeyHash.processSeed
-    @usableFromInline let _timekeeper: _Timekeeper
-    @usableFromInline let _insertionPolicy: ((Key, Value, Int) -> Bool)?
+    /// Public only as `_StateHost` requires it (see there); not API.
+    public let _timekeeper: _Timekeeper
+    /// Public only as `_StateHost` requires it (see there); not API.
+    public let _insertionPolicy: ((Key, Value, Int) -> Bool)?
     /// The background sweep (``Expiration/sweepInterval``), cancelled when the cache goes.
     private var sweeper: Task<Void, Never>?
     /// The expiration triggers, cancelled when the cache goes.
@@ -99,14 +101,11 @@ public final class Cache<Key: Hashable, Value> {
         clock: some Clock<Duration> = ContinuousClock(),
         insertionPolicy: (@Sendable (_ key: Key, _ value: Value, _ cost: Int) -> Bool)? = nil
     ) {
-        state = .allocate(capacity: 1)
-        state.initialize(
-            to: _CacheState(
-                countLimit: countLimit,
-                totalCostLimit: totalCostLimit,
-                policy: policy,
-                expiration: expiration
-            )
+        state = _CacheState.allocate(
+            countLimit: countLimit,
+            totalCostLimit: totalCostLimit,
+            policy: policy,
+            expiration: expiration
         )
         _timekeeper = _Timekeeper(clock, active: expiration.isActive)
         _insertionPolicy = insertionPolicy
@@ -133,73 +132,6 @@ public final class Cache<Key: Hashable, Value> {
         }
     }
 
-    /// A name for the cache, for debugging and logs (`NSCache`'s `name`); empty unless set.
-    ///
-    /// - Complexity: O(1).
-    public var name: String {
-        get { _withState { $0.name } }
-        set { _withState { $0.name = newValue } }
-    }
-
-    /// The expiration this cache was created with.
-    public var expiration: Expiration { _withState { $0.expiration } }
-
-    /// The eviction policy this cache was created with.
-    public var policy: EvictionPolicy { _withState { $0.policy } }
-
-    /// The value for `key`, recording a use (an LRU cache moves it to the most recent end).
-    /// Setting `nil` removes the entry; setting a value stores it with cost 0.
-    ///
-    /// - Complexity: O(1).
-    @inlinable
-    public subscript(key: Key) -> Value? {
-        get { _value(forKey: key) }
-        set {
-            if let newValue { _ = _setValue(newValue, forKey: key, cost: 0) } else { _ = _removeValue(forKey: key) }
-        }
-    }
-
-    /// The value for `key`, or `nil`; records a use of the entry with the eviction policy.
-    ///
-    /// - Complexity: O(1).
-    @inlinable
-    public func value(forKey key: Key) -> Value? { _value(forKey: key) }
-
-    /// The value for `key` without recording a use: the entry keeps its place in eviction order.
-    ///
-    /// - Complexity: O(1).
-    @inlinable
-    public func peekValue(forKey key: Key) -> Value? { _peekValue(forKey: key) }
-
-    /// Whether `key` has an entry. Does not record a use.
-    ///
-    /// - Complexity: O(1).
-    @inlinable
-    public func contains(_ key: Key) -> Bool { _contains(key) }
-
-    /// Stores `value` for `key` with a cost, then evicts until both limits hold.
-    ///
-    /// A new entry never evicts itself; a replaced value is reported to ``removalHandler`` with
-    /// reason ``RemovalReason/replaced``. If `cost` alone exceeds `totalCostLimit`, or the
-    /// ``insertionPolicy`` refuses the value, nothing is stored, any previous value for `key` is
-    /// removed, and the result says why (``WriteResult/Rejection``).
-    ///
-    /// - Parameters:
-    ///   - value: The value to store.
-    ///   - key: Its key.
-    ///   - cost: What the entry weighs against `totalCostLimit` (bytes, say). Defaults to 0.
-    ///   - expiresAfter: How long this entry lives, in place of ``Expiration/afterWrite``; `nil`
-    ///     (the default) for the cache's setting.
-    /// - Returns: What happened. Ignoring it is fine.
-    /// - Precondition: `cost` is not negative; `expiresAfter` is positive.
-    /// - Complexity: O(1) amortized, plus O(1) per entry evicted; O(log *n*) with a per-entry
-    ///   `expiresAfter`.
-    @inlinable
-    @discardableResult
-    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0, expiresAfter: Duration? = nil) -> WriteResult {
-        _setValue(value, forKey: key, cost: cost, expiresAfter: expiresAfter)
-    }
-
     /// Decides which values are stored: asked with the key, value and cost before each write
     /// (including loads). Set when the cache is created, and fixed then (ClearCache lets you
     /// assign it later): a write reads it before taking the lock, so it needs no synchronization
@@ -207,85 +139,6 @@ public final class Cache<Key: Hashable, Value> {
     public var insertionPolicy: (@Sendable (_ key: Key, _ value: Value, _ cost: Int) -> Bool)? {
         unsafeBitCast(_insertionPolicy, to: (@Sendable (Key, Value, Int) -> Bool)?.self)
     }
-
-    /// Removes the entry for `key` and returns its value, or `nil` if there was none.
-    ///
-    /// - Complexity: O(1).
-    @inlinable
-    @discardableResult
-    public func removeValue(forKey key: Key) -> Value? { _removeValue(forKey: key) }
-
-    /// Removes the entries for `keys`, in one critical section.
-    ///
-    /// - Complexity: O(*k*) for *k* keys.
-    @inlinable
-    public func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key { _removeValues(forKeys: keys) }
-
-    /// Removes every entry. The handler hears each with reason ``RemovalReason/removedAll``;
-    /// the veto is not asked.
-    ///
-    /// - Complexity: O(1) inside the lock; O(*n*) afterwards to report and release the entries.
-    public func removeAll() { _removeAll(reason: .removedAll) }
-
-    /// The number of entries.
-    ///
-    /// - Complexity: O(1), plus the removal of expired entries first: O(1) each, O(log *n*) for one written
-    ///   with its own `expiresAfter`.
-    public var count: Int { _count }
-
-    /// The sum of the costs of all entries.
-    ///
-    /// - Complexity: O(1), plus the removal of expired entries first: O(1) each, O(log *n*) for one written
-    ///   with its own `expiresAfter`.
-    public var totalCost: Int { _totalCost }
-
-    /// The most entries the cache holds; `0` means no limit. Lowering it evicts at once.
-    ///
-    /// - Precondition: not negative.
-    ///
-    /// - Complexity: O(1) to read. Setting evicts at once: O(*k*) for the *k* entries it removes
-    ///   (with an eviction veto, in O(log *v*) rounds for *v* refusals), after removing expired
-    ///   entries as ``count`` does; with W-TinyLFU, a new limit also sizes the frequency sketch:
-    ///   O(min(limit, max(65,536, *n*))) when it grows.
-    public var countLimit: Int {
-        get { _withState { $0.core.countLimit } }
-        set {
-            precondition(newValue >= 0, "countLimit must not be negative (got \(newValue))")
-            _setLimit { $0.countLimit = newValue }
-        }
-    }
-
-    /// The most total cost the cache holds; `0` means no limit. Lowering it evicts at once.
-    ///
-    /// - Precondition: not negative.
-    ///
-    /// - Complexity: O(1) to read. Setting evicts at once, as setting ``countLimit`` does.
-    public var totalCostLimit: Int {
-        get { _withState { $0.core.totalCostLimit } }
-        set {
-            precondition(newValue >= 0, "totalCostLimit must not be negative (got \(newValue))")
-            _setLimit { $0.totalCostLimit = newValue }
-        }
-    }
-
-    /// Whether the cache holds more than a limit allows, because ``evictionVeto`` kept entries.
-    ///
-    /// - Complexity: O(1), plus the removal of expired entries first: O(1) each, O(log *n*) for one written
-    ///   with its own `expiresAfter`.
-    public var isOverLimit: Bool { _isOverLimit }
-
-    /// The keys in eviction order: the entry that would be evicted next comes first (for LRU,
-    /// the least recently used). A snapshot: later changes do not affect it.
-    ///
-    /// - Complexity: O(*n*).
-    public var keys: [Key] { _keys }
-
-    /// The entries in eviction order, next victim first. A snapshot; stop early with `break`.
-    /// (SIEVE, S3-FIFO and W-TinyLFU decide at eviction time: for them this is the order their
-    /// queues stand in, and the entry that goes next can be a later one.)
-    ///
-    /// - Complexity: O(*n*).
-    public var entries: [(key: Key, value: Value)] { _entries }
 
     /// Called with every entry that leaves the cache and why, after the lock is released, on the
     /// thread that caused the removal. It may call back into this cache.
@@ -320,19 +173,6 @@ public final class Cache<Key: Hashable, Value> {
         set { _ = _exchangeEvictionVeto(newValue) }
     }
 
-    /// What ``handleMemoryPressure()`` does. Defaults to ``MemoryPressureAction/removeAll``.
-    public var memoryPressureAction: MemoryPressureAction {
-        get { _withState { $0.memoryPressureAction } }
-        set { _withState { $0.memoryPressureAction = newValue } }
-    }
-
-    /// Frees memory as ``memoryPressureAction`` says: empties the cache or trims it, in eviction
-    /// order, asking ``evictionVeto`` and reporting each eviction with reason
-    /// ``RemovalReason/memoryPressure``. Call it from a memory warning or a pressure monitor.
-    ///
-    /// - Complexity: O(*n*) to remove every entry; O(*k*) to trim *k* entries.
-    public func handleMemoryPressure() { _handleMemoryPressure() }
-
     /// Checks the engine's internal consistency, trapping on the first disagreement (for the
     /// package's tests; not API).
     package func _checkInvariants() { _withState { $0.core._checkInvariants() } }
@@ -343,8 +183,9 @@ extension Cache: _StateHost {
     // which region checking cannot prove for a generic, possibly non-Sendable `Value` copied out
     // of the state. The state therefore lives beside a `Mutex<Void>`, and this is the one place
     // that locks it, scoped exactly like `withLock`.
+    /// See `_StateHost`: public only for the inlinable operations both caches share.
     @inlinable
-    func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
+    public func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
         lock._unsafeLock()
         tsanAcquire?(state)
         defer {
@@ -369,10 +210,11 @@ extension Cache: _StateHost {
 
     /// Prefetches `key`'s index bucket, so that loading it overlaps with taking the lock, which
     /// waits for the memory operations before it. Only for keys CacheKit hashes itself: hashing
-    /// costs a few instructions there, but a whole `Hasher` run for other keys.
+    /// costs a few instructions there, but a whole `Hasher` run for other keys. Public only as
+    /// `_StateHost` requires it; not API.
     @inlinable
     @inline(__always)
-    func _prefetchIndex(for key: Key) -> Int? {
+    public func _prefetchIndex(for key: Key) -> Int? {
         guard _KeyHash.hashesItself(Key.self) else { return nil }
         let hash = _KeyHash.hash(key, seed: _seed)
         let bucket = hash & _bucketsMask.load(ordering: .relaxed)

@@ -20,8 +20,10 @@
 /// The same engine as ``Cache`` without a mutex: O(1) reads and writes, no allocation once full.
 public final class SerialCache<Key: Hashable, Value> {
     @usableFromInline let state: UnsafeMutablePointer<_CacheState<Key, Value>>
-    @usableFromInline let _timekeeper: _Timekeeper
-    @usableFromInline let _insertionPolicy: ((Key, Value, Int) -> Bool)?
+    /// Public only as `_StateHost` requires it (see there); not API.
+    public let _timekeeper: _Timekeeper
+    /// Public only as `_StateHost` requires it (see there); not API.
+    public let _insertionPolicy: ((Key, Value, Int) -> Bool)?
 
     /// Creates a cache.
     ///
@@ -50,29 +52,15 @@ public final class SerialCache<Key: Hashable, Value> {
         clock: some Clock<Duration> = ContinuousClock(),
         insertionPolicy: ((_ key: Key, _ value: Value, _ cost: Int) -> Bool)? = nil
     ) {
-        state = .allocate(capacity: 1)
-        state.initialize(
-            to: _CacheState(
-                countLimit: countLimit,
-                totalCostLimit: totalCostLimit,
-                policy: policy,
-                expiration: expiration
-            )
+        state = _CacheState.allocate(
+            countLimit: countLimit,
+            totalCostLimit: totalCostLimit,
+            policy: policy,
+            expiration: expiration
         )
         _timekeeper = _Timekeeper(clock, active: expiration.isActive)
         _insertionPolicy = insertionPolicy
     }
-
-    /// A name for the cache, for debugging and logs (`NSCache`'s `name`); empty unless set.
-    ///
-    /// - Complexity: O(1).
-    public var name: String {
-        get { state.pointee.name }
-        set { state.pointee.name = newValue }
-    }
-
-    /// The expiration this cache was created with.
-    public var expiration: Expiration { state.pointee.expiration }
 
     /// Decides which values are stored. Set when the cache is created.
     public var insertionPolicy: ((_ key: Key, _ value: Value, _ cost: Int) -> Bool)? { _insertionPolicy }
@@ -81,129 +69,6 @@ public final class SerialCache<Key: Hashable, Value> {
         state.deinitialize(count: 1)
         state.deallocate()
     }
-
-    /// The eviction policy this cache was created with.
-    public var policy: EvictionPolicy { state.pointee.policy }
-
-    /// The value for `key`, recording a use. Setting `nil` removes the entry; setting a value
-    /// stores it with cost 0.
-    ///
-    /// - Complexity: O(1).
-    @inlinable
-    public subscript(key: Key) -> Value? {
-        get { _value(forKey: key) }
-        set {
-            if let newValue { _ = _setValue(newValue, forKey: key, cost: 0) } else { _ = _removeValue(forKey: key) }
-        }
-    }
-
-    /// The value for `key`, or `nil`; records a use of the entry with the eviction policy.
-    ///
-    /// - Complexity: O(1).
-    @inlinable
-    public func value(forKey key: Key) -> Value? { _value(forKey: key) }
-
-    /// The value for `key` without recording a use.
-    ///
-    /// - Complexity: O(1).
-    @inlinable
-    public func peekValue(forKey key: Key) -> Value? { _peekValue(forKey: key) }
-
-    /// Whether `key` has an entry. Does not record a use.
-    ///
-    /// - Complexity: O(1).
-    @inlinable
-    public func contains(_ key: Key) -> Bool { _contains(key) }
-
-    /// Stores `value` for `key` with a cost, then evicts until both limits hold.
-    /// See ``Cache/setValue(_:forKey:cost:expiresAfter:)``: the rules are the same.
-    ///
-    /// - Precondition: `cost` is not negative; `expiresAfter` is positive.
-    /// - Complexity: O(1) amortized, plus O(1) per entry evicted; O(log *n*) with a per-entry
-    ///   `expiresAfter`.
-    @inlinable
-    @discardableResult
-    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0, expiresAfter: Duration? = nil) -> WriteResult {
-        _setValue(value, forKey: key, cost: cost, expiresAfter: expiresAfter)
-    }
-
-    /// Removes the entry for `key` and returns its value, or `nil` if there was none.
-    ///
-    /// - Complexity: O(1).
-    @inlinable
-    @discardableResult
-    public func removeValue(forKey key: Key) -> Value? { _removeValue(forKey: key) }
-
-    /// Removes the entries for `keys`.
-    ///
-    /// - Complexity: O(*k*) for *k* keys.
-    @inlinable
-    public func removeValues<S: Sequence>(forKeys keys: S) where S.Element == Key { _removeValues(forKeys: keys) }
-
-    /// Removes every entry, reporting each with reason ``RemovalReason/removedAll``.
-    ///
-    /// - Complexity: O(*n*) to report and release the entries.
-    public func removeAll() { _removeAll(reason: .removedAll) }
-
-    /// The number of entries.
-    ///
-    /// - Complexity: O(1), plus the removal of expired entries first: O(1) each, O(log *n*) for one written
-    ///   with its own `expiresAfter`.
-    public var count: Int { _count }
-
-    /// The sum of the costs of all entries.
-    ///
-    /// - Complexity: O(1), plus the removal of expired entries first: O(1) each, O(log *n*) for one written
-    ///   with its own `expiresAfter`.
-    public var totalCost: Int { _totalCost }
-
-    /// The most entries the cache holds; `0` means no limit. Lowering it evicts at once.
-    ///
-    /// - Precondition: not negative.
-    ///
-    /// - Complexity: O(1) to read. Setting evicts at once: O(*k*) for the *k* entries it removes
-    ///   (with an eviction veto, in O(log *v*) rounds for *v* refusals), after removing expired
-    ///   entries as ``count`` does; with W-TinyLFU, a new limit also sizes the frequency sketch:
-    ///   O(min(limit, max(65,536, *n*))) when it grows.
-    public var countLimit: Int {
-        get { state.pointee.core.countLimit }
-        set {
-            precondition(newValue >= 0, "countLimit must not be negative (got \(newValue))")
-            _setLimit { $0.countLimit = newValue }
-        }
-    }
-
-    /// The most total cost the cache holds; `0` means no limit. Lowering it evicts at once.
-    ///
-    /// - Precondition: not negative.
-    ///
-    /// - Complexity: O(1) to read. Setting evicts at once, as setting ``countLimit`` does.
-    public var totalCostLimit: Int {
-        get { state.pointee.core.totalCostLimit }
-        set {
-            precondition(newValue >= 0, "totalCostLimit must not be negative (got \(newValue))")
-            _setLimit { $0.totalCostLimit = newValue }
-        }
-    }
-
-    /// Whether the cache holds more than a limit allows, because ``evictionVeto`` kept entries.
-    ///
-    /// - Complexity: O(1), plus the removal of expired entries first: O(1) each, O(log *n*) for one written
-    ///   with its own `expiresAfter`.
-    public var isOverLimit: Bool { _isOverLimit }
-
-    /// The keys in eviction order, next victim first (for LRU, the least recently used).
-    /// A snapshot: later changes do not affect it.
-    ///
-    /// - Complexity: O(*n*).
-    public var keys: [Key] { _keys }
-
-    /// The entries in eviction order, next victim first. A snapshot; stop early with `break`.
-    /// (SIEVE, S3-FIFO and W-TinyLFU decide at eviction time: for them this is the order their
-    /// queues stand in, and the entry that goes next can be a later one.)
-    ///
-    /// - Complexity: O(*n*).
-    public var entries: [(key: Key, value: Value)] { _entries }
 
     /// Called with every entry that leaves the cache and why, once the cache's own work for the
     /// call is done. It may call back into the cache.
@@ -226,34 +91,23 @@ public final class SerialCache<Key: Hashable, Value> {
         set { _ = _exchangeEvictionVeto(newValue) }
     }
 
-    /// What ``handleMemoryPressure()`` does. Defaults to ``MemoryPressureAction/removeAll``.
-    public var memoryPressureAction: MemoryPressureAction {
-        get { state.pointee.memoryPressureAction }
-        set { state.pointee.memoryPressureAction = newValue }
-    }
-
-    /// Frees memory as ``memoryPressureAction`` says, asking ``evictionVeto`` and reporting each
-    /// eviction with reason ``RemovalReason/memoryPressure``. SerialCache never watches the
-    /// system itself: call this from your memory warning handler or pressure monitor.
-    ///
-    /// - Complexity: O(*n*) to remove every entry; O(*k*) to trim *k* entries.
-    public func handleMemoryPressure() { _handleMemoryPressure() }
-
     /// Checks the engine's internal consistency, trapping on the first disagreement (for the
     /// package's tests; not API).
     package func _checkInvariants() { state.pointee.core._checkInvariants() }
 }
 
 extension SerialCache: _StateHost {
+    /// See `_StateHost`: public only for the inlinable operations both caches share.
     @inlinable
-    func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
+    public func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
         try body(&state.pointee)
     }
 
     /// Nothing: with no lock to take first, the engine's own load of the bucket comes as early.
+    /// Public only as `_StateHost` requires it; not API.
     @inlinable
     @inline(__always)
-    func _prefetchIndex(for key: Key) -> Int? { nil }
+    public func _prefetchIndex(for key: Key) -> Int? { nil }
 
     /// Whether a replay may go straight to the engine: nothing (expiry, a removal handler, an
     /// eviction veto, an activity observer, an insertion policy) needs the two-call path.

@@ -1,6 +1,7 @@
 /// Everything a cache keeps behind its lock (or, for `SerialCache`, behind its single owner).
-@usableFromInline
-struct _CacheState<Key: Hashable, Value>: ~Copyable {
+///
+/// Not API: public only as the type `_StateHost`'s requirements name; every member is internal.
+public struct _CacheState<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var core: _CacheCore<Key, Value>
     @usableFromInline let policy: EvictionPolicy
     @usableFromInline let expiration: Expiration
@@ -30,6 +31,26 @@ struct _CacheState<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var invalidations: UInt64 = 0
     /// The cache's name (`NSCache.name`), for debugging and logs.
     @usableFromInline var name = ""
+
+    /// A new state on the heap, where a cache keeps it for its lifetime (deallocated by the
+    /// cache's `deinit`).
+    static func allocate(
+        countLimit: Int,
+        totalCostLimit: Int,
+        policy: EvictionPolicy,
+        expiration: Expiration
+    ) -> UnsafeMutablePointer<Self> {
+        let state = UnsafeMutablePointer<Self>.allocate(capacity: 1)
+        state.initialize(
+            to: _CacheState(
+                countLimit: countLimit,
+                totalCostLimit: totalCostLimit,
+                policy: policy,
+                expiration: expiration
+            )
+        )
+        return state
+    }
 
     init(countLimit: Int, totalCostLimit: Int, policy: EvictionPolicy, expiration: Expiration = .never) {
         expiration.validate()

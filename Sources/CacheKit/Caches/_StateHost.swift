@@ -4,8 +4,12 @@
 /// operation here runs the engine inside one `_withState` call and then, outside it, reports
 /// removals to the handler and asks the eviction veto. So no hook runs inside the critical
 /// section, and a hook may call back into the same cache.
-@usableFromInline
-protocol _StateHost: AnyObject {
+///
+/// Not API. Public, with its requirements, only so that the operations both caches offer are
+/// written once, in `@inlinable` extensions (`_StateHost+Operations.swift`) that specialize in
+/// the caller's module; its requirements take internal types, so nothing outside CacheKit can
+/// do anything with them.
+public protocol _StateHost: AnyObject {
     associatedtype Key: Hashable
     associatedtype Value
 

@@ -8,8 +8,9 @@ import Synchronization
 /// first write with a per-entry `expiresAfter`. A cache that never expires anything never reads
 /// its clock. An operation that raced with that first write may read "unknown" (`-1`): it then
 /// sweeps nothing and extends no deadline, as if it had run just before the write.
-@usableFromInline
-final class _Timekeeper: Sendable {
+///
+/// Not API: public only as the type of `_StateHost._timekeeper`; every member is internal.
+public final class _Timekeeper: Sendable {
     @usableFromInline let read: @Sendable () -> Int64
     @usableFromInline let sleep: @Sendable (Duration) async throws -> Void
     @usableFromInline let active: Atomic<Bool>
