@@ -478,6 +478,23 @@ struct PersistenceTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
     }
 
+    @Test("a save flushes its temporary file before the rename and the directory after it")
+    func saveFlushesFileThenDirectory() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let cache = makeFilledCache()
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        // Without the file's flush a power loss can leave the new name on an empty or partial
+        // file; without the directory's, the old file after a save that returned.
+        let first = try _CacheFile.DurabilitySteps.watching(beside: url.path) { try persistence.save() }
+        #expect(first == [.fileSync, .rename, .directorySync])
+        // Replacing an existing file takes the same steps.
+        cache["e"] = 5
+        let second = try _CacheFile.DurabilitySteps.watching(beside: url.path) { try persistence.save() }
+        #expect(second == [.fileSync, .rename, .directorySync])
+        #expect(try CachePersistence(cache: Cache<String, Int>(), fileURL: url).load() == 4)
+    }
+
     @Test("concurrent saves all succeed and leave one complete file and no temporary files")
     func concurrentSaves() async throws {
         let directory = try Directory()
