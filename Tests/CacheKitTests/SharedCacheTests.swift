@@ -719,6 +719,122 @@ struct SharedCacheTests {
         #expect(cache.values(forKeys: [1, 2]).isEmpty)
     }
 
+    @Test("expireAll expires every entry issued before it, whatever its deadline, and none written after it")
+    func expireAll() {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(countLimit: 10, expiration: .afterWrite(.seconds(60)), clock: clock)
+        cache._applyWritesOnlyWhenAsked()
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        for key in 0..<4 { cache[key] = key }
+        cache.setValue(4, forKey: 4, expiresAfter: .seconds(3_600))
+        cache.flush()
+        clock.advance(by: .seconds(1))
+        cache.expireAll()
+        cache[9] = 9
+        #expect(log.all.isEmpty)  // queued: applied by the next flush, in order with the write of 9
+        cache.flush()
+        #expect(log.all.map(\.key) == [0, 1, 2, 3, 4])
+        #expect(log.all.allSatisfy { $0.reason == .expired && $0.value == $0.key })
+        #expect(cache.allItems() == [9: 9])
+        #expect(cache.statistics.removalCounts == [.expired: 5])
+        // 9 keeps its own deadline, 60 s from its write at 1 s.
+        clock.advance(by: .seconds(59))
+        #expect(cache[9] == 9)
+        clock.advance(by: .seconds(1))
+        #expect(cache[9] == nil)
+    }
+
+    @Test("removeExpired removes what expired by the clock's time, at once, and nothing that lives")
+    func removeExpired() {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(expiration: .afterWrite(.seconds(10)), clock: clock)
+        cache._applyWritesOnlyWhenAsked()
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        cache[1] = 1
+        clock.advance(by: .seconds(5))
+        cache[2] = 2
+        cache.setValue(3, forKey: 3, expiresAfter: .seconds(60))
+        cache.flush()
+        clock.advance(by: .seconds(5))  // 1 expires at 10 s, 2 at 15 s, 3 at 65 s
+        #expect(log.all.isEmpty)  // nothing has asked yet
+        cache.removeExpired()
+        #expect(log.all == [CacheRemoval(key: 1, value: 1, reason: .expired)])
+        clock.advance(by: .seconds(4))
+        cache.removeExpired()
+        #expect(log.all.count == 1)  // 2 lives until 15 s
+        clock.advance(by: .seconds(1))
+        cache.removeExpired()
+        #expect(log.all.map(\.key) == [1, 2])
+        #expect(cache.peekValue(forKey: 3) == 3)
+        #expect(cache.statistics.removalCounts == [.expired: 2])
+    }
+
+    @Test("settle applies the queued writes and returns once the handler heard their removals, on any thread")
+    func settle() async {
+        let cache = SharedCache<Int, Int>()
+        cache._applyWritesOnlyWhenAsked()
+        let heard = Locked<[Int]>([])
+        let handlerEntered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        cache.removalHandler = { removal in
+            heard.mutate { $0.append(removal.key) }
+            if removal.key == 1 {
+                handlerEntered.signal()
+                release.wait()
+            }
+        }
+        cache.addEntries(from: [1: 1, 2: 2])
+        cache.flush()
+        // Another thread applies the removal of 1 and delivers it: the handler holds that delivery.
+        cache.removeValue(forKey: 1)
+        startThread { cache.flush() }
+        handlerEntered.wait()
+        cache.removeValue(forKey: 2)
+        #expect(cache._pendingCount.load(ordering: .relaxed) == 1)
+        let settled = Task(executorPreference: ThreadPerJobExecutor()) { () -> [Int] in
+            await cache.settle()
+            return heard.value
+        }
+        // settle applied the removal of 2 and left it to the thread delivering: it waits for it.
+        await eventually { cache.outbox.withLock { $0.posted } == 2 }
+        #expect(cache._pendingCount.load(ordering: .relaxed) == 0)
+        release.signal()
+        #expect(await settled.value == [1, 2])
+    }
+
+    @Test("the sweep interval removes expired entries on the cache's clock, and ends with the cache")
+    func sweepInterval() async {
+        let clock = ManualClock()
+        let log = RemovalLog<String, Int>()
+        weak var weakCache: SharedCache<String, Int>?
+        do {
+            let cache = SharedCache<String, Int>(
+                expiration: Expiration(afterWrite: .seconds(5), sweepInterval: .seconds(10)),
+                clock: clock
+            )
+            weakCache = cache
+            cache._applyWritesOnlyWhenAsked()  // no drain but the sweep's
+            cache.removalHandler = log.append
+            cache["a"] = 1
+            cache.setValue(2, forKey: "b", expiresAfter: .seconds(15))
+            cache.flush()
+            await eventually { clock.sleeperCount == 1 }
+            clock.advance(by: .seconds(9))
+            #expect(log.all.isEmpty)  // "a" expired at 5 s, but no sweep has run
+            clock.advance(by: .seconds(1))
+            await eventually { log.all.count == 1 }
+            #expect(log.all == [CacheRemoval(key: "a", value: 1, reason: .expired)])
+            await eventually { clock.sleeperCount == 1 }  // the next round is scheduled
+            clock.advance(by: .seconds(10))
+            await eventually { log.all.count == 2 }
+            #expect(log.all.last == CacheRemoval(key: "b", value: 2, reason: .expired))
+        }
+        #expect(weakCache == nil)  // the sweep does not keep the cache alive
+        await eventually { clock.sleeperCount == 0 }  // and it ends with the cache
+    }
+
     @Test("a time to idle is extended by reads (reads then take the lock exclusively)")
     func timeToIdle() {
         let clock = ManualClock()
