@@ -201,8 +201,17 @@ struct StressTests {
         )
         cache.notificationInterval = .seconds(1)
         let batches = Atomic<Int>(0)
+        // The batches, applied in order, rebuild the cache's contents.
+        let mirror = Locked<[Int: Int]>([:])
+        let changes = cache.changes  // subscribed before the first write
         let listener = Task {
-            for await _ in cache.changes { batches.add(1, ordering: .relaxed) }
+            for await batch in changes {
+                mirror.mutate { mirror in
+                    for key in batch.removed { mirror[key] = nil }
+                    mirror.merge(batch.updated) { _, new in new }
+                }
+                batches.add(1, ordering: .relaxed)
+            }
         }
         let removed = Atomic<Int>(0)
         cache.removalHandler = { removal in
@@ -249,6 +258,10 @@ struct StressTests {
         let stats = cache.statistics
         #expect(stats.hitCount + stats.missCount == requests.load(ordering: .relaxed))
         cache.publishChanges()
+        let contents = cache.allItems()
+        await eventually { mirror.value == contents }
+        #expect(mirror.value == contents, "the change batches lost or reordered a change")
+        #expect(batches.load(ordering: .relaxed) > 0)
         listener.cancel()
     }
 
