@@ -890,14 +890,18 @@ struct SharedCacheTests {
     }
 
     @Test("statistics count requests from every stripe; a handler may write to the cache")
-    func statisticsAndReentrantHandler() {
+    func statisticsAndReentrantHandler() async {
         let cache = SharedCache<Int, Int>(countLimit: 2, policy: .fifo)
+        let evicted = Locked<[Int]>([])
         cache.removalHandler = { removal in
+            if removal.reason == .evictedForCount { evicted.mutate { $0.append(removal.key) } }
             if removal.reason == .evictedForCount && removal.key < 100 { cache[removal.key + 100] = removal.value }
         }
         cache[1] = 1
         cache[2] = 2
-        cache[3] = 3  // evicts 1; the handler writes 101, which evicts 2; then 102 evicts 3
+        // Evicts 1; the handler writes 101, which evicts 2; 102 evicts 3; 103 evicts 101, whose
+        // eviction writes nothing.
+        cache[3] = 3
         cache.flush()
         _ = cache[1]
         _ = cache[102]
@@ -907,6 +911,14 @@ struct SharedCacheTests {
         #expect(cache.statistics.requestCount == 0)
         cache.flush()
         #expect(cache.count == 2)
+        // Each step of the cascade is a write the handler issues while a drain delivers.
+        await eventually {
+            cache.flush()
+            return evicted.value.count >= 4
+        }
+        cache.flush()
+        #expect(evicted.value == [1, 2, 3, 101])
+        #expect(cache.allItems() == [102: 2, 103: 3])
     }
 
     @Test("a purge decided before removeAll leaves an entry written after it, in the same slot")
