@@ -905,8 +905,6 @@ struct PersistenceTests {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
-    // Found by an outside review (session 27) of the locking of temporary files.
-
     @Test(
         "a cleaner in another process never makes a save in flight fail (the window before its lock)",
         .enabled(if: crashHelper != nil, "CacheKitCrashHelper not found next to the test bundle; build it first")
@@ -924,9 +922,10 @@ struct PersistenceTests {
         process.standardError = errors
         try process.run()
         _ = output.fileHandleForReading.availableData  // "ready"
-        // What load() does first, in a loop: before the fix a cleaner locked a new temporary
-        // file before its save did, removed it, and the save failed at its rename, within a
-        // fraction of a second.
+        // What load() does first, in a loop. A cleaner may lock a new temporary file before its
+        // save does and remove it: the save then starts again under a new name rather than
+        // failing at its rename. Without that, this loop makes a save fail within a fraction
+        // of a second.
         let start = ContinuousClock.now
         while process.isRunning, ContinuousClock.now - start < .seconds(3) {
             _CacheFile.removeStaleTemporaries(beside: url.path)

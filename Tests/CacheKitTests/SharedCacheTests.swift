@@ -112,7 +112,7 @@ struct SharedCacheTests {
         )
     }
 
-    @Test("the write that drains still reaches an entry alive when it was issued (found by a review)")
+    @Test("the write that drains still reaches an entry alive when it was issued")
     func writerDrainSweepsOnlyToItsWrite() {
         for writersDrain in [false, true] {
             let replaced = writeThatDrains(writersDrain: writersDrain, restoring: false)
@@ -327,8 +327,8 @@ struct SharedCacheTests {
             log.all == [
                 CacheRemoval(key: "b", value: 2, reason: .replaced),
                 CacheRemoval(key: "d", value: 4, reason: .expired),  // not stored: "a" stays
-                // Issued at 0 s, when "b" = 3 lived: it replaced it (since session 26; swept at
-                // the drain's time first, "b" = 3 was reported expired), then expired itself.
+                // Issued at 0 s, when "b" = 3 lived: it replaces it (a sweep at the drain's time
+                // before applying it would report "b" = 3 expired), then expires itself.
                 CacheRemoval(key: "b", value: 3, reason: .replaced),
                 CacheRemoval(key: "b", value: 5, reason: .expired),
             ]
@@ -403,8 +403,9 @@ struct SharedCacheTests {
         "a queued write or removal that reached a live entry reports it replaced or removed, though it expired before the drain"
     )
     func queuedWritesReachLiveEntries() {
-        // Found by an outside review (session 26): the drain swept at its own time before it
-        // applied writes issued earlier, so it reported the entries they reached as expired.
+        // Before applying a write, the drain sweeps what had expired when the write was issued,
+        // not what has expired by its own later time: an entry the write reached alive is
+        // replaced or removed by it, not reported expired.
         let clock = ManualClock()
         let cache = SharedCache<String, Int>(expiration: .afterWrite(.seconds(5)), clock: clock)
         cache._applyWritesOnlyWhenAsked()
@@ -426,9 +427,9 @@ struct SharedCacheTests {
 
     @Test("a write too costly to store whose time runs out in the queue is rejected, not reported stored and expired")
     func costlyWriteExpiredInTheQueue() async {
-        // Found by an outside review (session 26): the drain's expired-in-the-queue branch came
-        // before the cost check, so such a write was logged as added then removed, heard by the
-        // removal handler as expired and counted as an expiry, which depended on when it drained.
+        // The cost check comes before the check for a write that expired in the queue: such a
+        // write is rejected, whenever it drains, so it is neither logged as added then removed,
+        // nor heard by the removal handler as expired, nor counted as an expiry.
         let clock = ManualClock()
         let cache = SharedCache<Int, Int>(totalCostLimit: 10, clock: clock)
         cache._applyWritesOnlyWhenAsked()
@@ -452,9 +453,9 @@ struct SharedCacheTests {
 
     @Test("a queued write that its cost will have rejected still sets the deadlines' floor, queued and applied alike")
     func rejectedWriteFloor() {
-        // Found by an outside review (session 23): readers counted a rejected write's time in the
-        // floor, and the drain did not, so a read answered from the queue with a value that the
-        // drain then dropped as expired.
+        // Readers and the drain agree on the floor: were a rejected write's time counted in it by
+        // readers only, a read would answer from the queue with a value that the drain then drops
+        // as expired.
         let second: Int64 = 1_000_000_000
         for cacheExpires in [true, false] {
             let clock = ManualClock()
