@@ -4,13 +4,37 @@ import Testing
 
 @testable import CacheKitSimulator
 
-/// `../shared/traces/` beside the package, when this checkout has it.
+/// `../shared/traces/` beside the package, when this checkout has it (`CACHEKIT_TRACE_DIRECTORY`
+/// names another folder instead).
 enum SharedTraces {
-    static let directory = URL(fileURLWithPath: #filePath)
+    static let directory =
+        ProcessInfo.processInfo.environment["CACHEKIT_TRACE_DIRECTORY"].map { URL(fileURLWithPath: $0) }
+        ?? URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("shared/traces")
     static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-    static var isPresent: Bool { FileManager.default.fileExists(atPath: path("README.md")) }
+
+    /// The traces are absent under CI.
+    struct Missing: Error, CustomStringConvertible {
+        let path: String
+        var description: String {
+            "\(path) is absent: with CI=true the trace suites must run, not skip (lay out ../shared/traces beside the package)"
+        }
+    }
+
+    /// The condition of a trace suite's `.enabled` trait: whether the suite runs. It runs when
+    /// the folder's `README.md` (the reference figures) is present. When it is absent the suite
+    /// skips, except under CI (`CI=true` in `environment`), where this throws ``Missing`` and
+    /// the suite fails: a CI run without the traces must not pass by skipping them.
+    static func required(
+        in folder: URL = directory,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> Bool {
+        let path = folder.appendingPathComponent("README.md").path
+        if FileManager.default.fileExists(atPath: path) { return true }
+        if environment["CI"] == "true" { throw Missing(path: path) }
+        return false
+    }
 }
 
 @Suite("OPT and the simulator")
@@ -261,7 +285,10 @@ struct TraceFileTests {
     }
 }
 
-@Suite("Reference traces", .enabled(if: SharedTraces.isPresent, "../shared/traces is absent; skipped"))
+@Suite(
+    "Reference traces",
+    .enabled("../shared/traces is absent; skipped (with CI=true, a failure)") { try SharedTraces.required() }
+)
 struct ReferenceTraceTests {
     /// OPT misses from `../shared/traces/README.md`.
     static let opt: [(trace: String, size: Int, misses: Int)] = [
@@ -323,6 +350,26 @@ struct ReferenceTraceTests {
         let keys = try Trace.read(path: SharedTraces.path("OLTP.lis")).keys
         #expect(Simulator.replay(keys, policy: .lru, size: 1000).misses == 614_023)
         #expect(Simulator.replay(keys, policy: .sieve, size: 2000).misses == 537_648)
+    }
+}
+
+@Suite("Reference traces' condition")
+struct SharedTracesRequirementTests {
+    @Test("the suite runs when the traces are present; absent, it skips, or fails with CI=true, naming them")
+    func condition() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("CacheKitTraces-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(try SharedTraces.required(in: folder, environment: [:]) == false)
+        #expect(try SharedTraces.required(in: folder, environment: ["CI": "false"]) == false)
+        let error = #expect(throws: SharedTraces.Missing.self) {
+            try SharedTraces.required(in: folder, environment: ["CI": "true"])
+        }
+        #expect(error?.path == folder.appendingPathComponent("README.md").path)
+        #expect(error?.description.contains("CI=true") == true)
+        try Data("# traces\n".utf8).write(to: folder.appendingPathComponent("README.md"))
+        #expect(try SharedTraces.required(in: folder, environment: ["CI": "true"]))
+        #expect(try SharedTraces.required(in: folder, environment: [:]))
     }
 }
 

@@ -596,8 +596,9 @@ struct WTinyLFUReference: ReferencePolicy {
 extension AdaptivePolicyTests {
     @Test("W-TinyLFU set to no count limit after a lower one is sized as an unbounded cache, not left at the old limit")
     func wTinyLFUUnlimitedAfterALimit() {
-        // Found by an outside review (session 26): 1000 → 1 → 0 left a window of 1, no protected
-        // segment and the sketch halving every 2 uses, until the slots next doubled.
+        // Limits 1000, then 1, then 0: the unbounded cache is sized afresh, and does not keep
+        // what a limit of 1 gives (a window of 1, no protected segment, a sketch that halves
+        // every 2 uses) until its slots next double.
         var seed: UInt64 = 42
         func uniform() -> Double {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407

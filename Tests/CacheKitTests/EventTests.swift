@@ -150,8 +150,8 @@ struct EventTests {
         arguments: CacheKind.allCases
     )
     func limitsHoldAgainAfterTheVeto(kind: CacheKind) {
-        // Found by an outside review (session 23): a replacement or a rejected write left the
-        // cache over its count limit and reported it was not.
+        // Every kind of write trims: a replacement and a rejected write too, so none leaves the
+        // cache over its count limit, nor reports it within them while it is over.
         for write in ["replace", "rejected for cost", "new key"] {
             let cache = kind.make(Int.self, Int.self, countLimit: 2, totalCostLimit: 10, policy: .lru)
             cache.veto { _, _, _ in false }
@@ -175,8 +175,8 @@ struct EventTests {
         arguments: CacheKind.allCases
     )
     func approvalsMeetTheCurrentLimit(kind: CacheKind) {
-        // Found by an outside review (session 23): the eviction went by the target worked out
-        // before the veto was asked, though the veto had raised the limit meanwhile.
+        // The veto raises the limit while it is asked: the eviction goes by the limit as it is
+        // once the veto has answered, not by a target worked out before asking.
         let cache = kind.make(Int.self, Int.self, countLimit: 2, policy: .lru)
         let box = UncheckedBox(cache)
         let log = RemovalLog<Int, Int>()
@@ -206,8 +206,8 @@ struct EventTests {
         let box = UncheckedBox(cache)
         cache.veto { _, _, _ in false }
         cache.setValue(1, forKey: 1, cost: 8)
-        // The observer hears the write after its critical section, before its trim (found by an
-        // outside review: that trim, after a refusal, used to skip even a veto-less cache).
+        // The observer hears the write after its critical section, before its trim: the trim
+        // asks again whether there is a veto, so a cache left without one meets its limits.
         cache.onActivity { activity in
             if case .write(let key, _) = activity, key == 2 { box.cache.veto(nil) }
         }

@@ -167,6 +167,6 @@ struct ExpiryFastPathTests {
                 return
             }
         }
-        print("review: seed \(seed) fast path taken \(fastTaken) times")
+        print("seed \(seed): fast path taken \(fastTaken) times")
     }
 }

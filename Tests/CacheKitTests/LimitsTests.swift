@@ -46,8 +46,8 @@ struct LimitsTests {
         arguments: CacheKind.allCases
     )
     func replaceNearIntMax(kind: CacheKind) {
-        // Found by an outside review (session 23): the new cost was counted before the others
-        // went, so the total passed Int.max and trapped, though the result fits.
+        // The old costs leave the total before the new one joins it: counted the other way
+        // round, the total would pass Int.max and trap, though the result fits.
         for limit in [Int.max, Int.max / 2 + 10] {
             let cache = kind.make(Int.self, Int.self, totalCostLimit: limit, policy: .lru)
             cache.setValue(1, forKey: 1, cost: limit - 5)

@@ -183,7 +183,9 @@ struct LoadingTests {
                     }
                 }
             }
-            await eventually { await gate.arrivals == 1 }
+            // Opened once a load runs and every caller has missed: each has joined that load or,
+            // were there no single flight, started its own, so a second load shows at once.
+            await eventually { await gate.arrivals >= 1 && cache.statistics.missCount == callers }
             await gate.open()
             return try await group.reduce(into: []) { $0.append($1) }
         }
@@ -219,7 +221,8 @@ struct LoadingTests {
                     }
                 }
             }
-            await eventually { await gate.arrivals == 1 }
+            // Opened once a load runs and every caller has missed (see `singleFlight`).
+            await eventually { await gate.arrivals >= 1 && cache.statistics.missCount == 10 }
             await gate.open()
             return await group.reduce(into: []) { $0.append($1) }
         }

@@ -520,8 +520,8 @@ struct MemoryPressureTests {
 
     @Test("a handler that checks again and finds the level lower still leaves the later subscribers called")
     func reentrantCheckThatFalls() throws {
-        // Found by an outside review (session 26) in the first version of the fix above: the
-        // newer reading was a fall, which calls no one, and the cache was never told.
+        // The handler's own check reads a fall (critical to warning), which calls no one: the
+        // later subscribers are still called, with the newest level, so the cache is told.
         let source = FakeSource()
         let monitor = MemoryPressureMonitor(source: source, clock: ManualClock())
         let first = monitor.subscribe(at: .warning) { _ in
@@ -587,7 +587,7 @@ struct MemoryPressureTests {
         monitor.stop()
     }
 
-    @Test("subscriptions made under pressure keep subscription order when a handler checks again (found by a review)")
+    @Test("subscriptions made under pressure keep subscription order when a handler checks again")
     func subscribedUnderPressureInOrder() throws {
         let source = FakeSource()
         let monitor = MemoryPressureMonitor(source: source, clock: ManualClock())

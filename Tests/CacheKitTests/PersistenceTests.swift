@@ -478,6 +478,23 @@ struct PersistenceTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["cache.bin"])
     }
 
+    @Test("a save flushes its temporary file before the rename and the directory after it")
+    func saveFlushesFileThenDirectory() throws {
+        let directory = try Directory()
+        let url = directory.file()
+        let cache = makeFilledCache()
+        let persistence = CachePersistence(cache: cache, fileURL: url)
+        // Without the file's flush a power loss can leave the new name on an empty or partial
+        // file; without the directory's, the old file after a save that returned.
+        let first = try _CacheFile.DurabilitySteps.watching(beside: url.path) { try persistence.save() }
+        #expect(first == [.fileSync, .rename, .directorySync])
+        // Replacing an existing file takes the same steps.
+        cache["e"] = 5
+        let second = try _CacheFile.DurabilitySteps.watching(beside: url.path) { try persistence.save() }
+        #expect(second == [.fileSync, .rename, .directorySync])
+        #expect(try CachePersistence(cache: Cache<String, Int>(), fileURL: url).load() == 4)
+    }
+
     @Test("concurrent saves all succeed and leave one complete file and no temporary files")
     func concurrentSaves() async throws {
         let directory = try Directory()
@@ -892,8 +909,6 @@ struct PersistenceTests {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
-    // Found by an outside review (session 27) of the locking of temporary files.
-
     @Test(
         "a cleaner in another process never makes a save in flight fail (the window before its lock)",
         .enabled(if: crashHelper != nil, "CacheKitCrashHelper not found next to the test bundle; build it first")
@@ -911,9 +926,10 @@ struct PersistenceTests {
         process.standardError = errors
         try process.run()
         _ = output.fileHandleForReading.availableData  // "ready"
-        // What load() does first, in a loop: before the fix a cleaner locked a new temporary
-        // file before its save did, removed it, and the save failed at its rename, within a
-        // fraction of a second.
+        // What load() does first, in a loop. A cleaner may lock a new temporary file before its
+        // save does and remove it: the save then starts again under a new name rather than
+        // failing at its rename. Without that, this loop makes a save fail within a fraction
+        // of a second.
         let start = ContinuousClock.now
         while process.isRunning, ContinuousClock.now - start < .seconds(3) {
             _CacheFile.removeStaleTemporaries(beside: url.path)

@@ -197,7 +197,11 @@ struct ServiceStressTests {
     func triggersUnderContention() async throws {
         let cache = Cache<Int, Int>(countLimit: 2_000, policy: .lru)
         let removed = Atomic<Int>(0)
-        cache.removalHandler = { _ in removed.add(1, ordering: .relaxed) }
+        let expired = Atomic<Int>(0)
+        cache.removalHandler = { removal in
+            removed.add(1, ordering: .relaxed)
+            if removal.reason == .expired { expired.add(1, ordering: .relaxed) }
+        }
         let (events, continuation) = AsyncStream.makeStream(of: Void.self)
         let trigger = cache.expireAll(whenever: events)
         let inserted = Atomic<Int>(0)
@@ -206,6 +210,12 @@ struct ServiceStressTests {
             for i in 0..<5_000 {
                 if cache.setValue(i, forKey: worker * 100_000 + i).isStored { inserted.add(1, ordering: .relaxed) }
                 if i.isMultiple(of: 20) { continuation.yield() }
+                if worker == 0 && i == 2_500 {
+                    // The trigger expires entries while the other threads write: the stream has
+                    // held events since the first round, and the cache entries since then.
+                    let giveUp = ContinuousClock.now.advanced(by: .seconds(60))
+                    while expired.load(ordering: .relaxed) == 0 && ContinuousClock.now < giveUp { sched_yield() }
+                }
                 if i.isMultiple(of: 50) {
                     let extra = cache.expireAll(whenever: AsyncStream<Void> { $0.finish() })
                     if i.isMultiple(of: 100) { extra.cancel() }
@@ -222,5 +232,6 @@ struct ServiceStressTests {
         cache._checkInvariants()
         // Every stored entry is either still there or was reported removed (expired or evicted).
         await eventually { removed.load(ordering: .relaxed) + cache.count == inserted.load(ordering: .relaxed) }
+        #expect(expired.load(ordering: .relaxed) > 0, "the trigger expired no entry")
     }
 }

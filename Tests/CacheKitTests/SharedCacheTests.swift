@@ -112,7 +112,7 @@ struct SharedCacheTests {
         )
     }
 
-    @Test("the write that drains still reaches an entry alive when it was issued (found by a review)")
+    @Test("the write that drains still reaches an entry alive when it was issued")
     func writerDrainSweepsOnlyToItsWrite() {
         for writersDrain in [false, true] {
             let replaced = writeThatDrains(writersDrain: writersDrain, restoring: false)
@@ -327,8 +327,8 @@ struct SharedCacheTests {
             log.all == [
                 CacheRemoval(key: "b", value: 2, reason: .replaced),
                 CacheRemoval(key: "d", value: 4, reason: .expired),  // not stored: "a" stays
-                // Issued at 0 s, when "b" = 3 lived: it replaced it (since session 26; swept at
-                // the drain's time first, "b" = 3 was reported expired), then expired itself.
+                // Issued at 0 s, when "b" = 3 lived: it replaces it (a sweep at the drain's time
+                // before applying it would report "b" = 3 expired), then expires itself.
                 CacheRemoval(key: "b", value: 3, reason: .replaced),
                 CacheRemoval(key: "b", value: 5, reason: .expired),
             ]
@@ -403,8 +403,9 @@ struct SharedCacheTests {
         "a queued write or removal that reached a live entry reports it replaced or removed, though it expired before the drain"
     )
     func queuedWritesReachLiveEntries() {
-        // Found by an outside review (session 26): the drain swept at its own time before it
-        // applied writes issued earlier, so it reported the entries they reached as expired.
+        // Before applying a write, the drain sweeps what had expired when the write was issued,
+        // not what has expired by its own later time: an entry the write reached alive is
+        // replaced or removed by it, not reported expired.
         let clock = ManualClock()
         let cache = SharedCache<String, Int>(expiration: .afterWrite(.seconds(5)), clock: clock)
         cache._applyWritesOnlyWhenAsked()
@@ -426,9 +427,9 @@ struct SharedCacheTests {
 
     @Test("a write too costly to store whose time runs out in the queue is rejected, not reported stored and expired")
     func costlyWriteExpiredInTheQueue() async {
-        // Found by an outside review (session 26): the drain's expired-in-the-queue branch came
-        // before the cost check, so such a write was logged as added then removed, heard by the
-        // removal handler as expired and counted as an expiry, which depended on when it drained.
+        // The cost check comes before the check for a write that expired in the queue: such a
+        // write is rejected, whenever it drains, so it is neither logged as added then removed,
+        // nor heard by the removal handler as expired, nor counted as an expiry.
         let clock = ManualClock()
         let cache = SharedCache<Int, Int>(totalCostLimit: 10, clock: clock)
         cache._applyWritesOnlyWhenAsked()
@@ -452,9 +453,9 @@ struct SharedCacheTests {
 
     @Test("a queued write that its cost will have rejected still sets the deadlines' floor, queued and applied alike")
     func rejectedWriteFloor() {
-        // Found by an outside review (session 23): readers counted a rejected write's time in the
-        // floor, and the drain did not, so a read answered from the queue with a value that the
-        // drain then dropped as expired.
+        // Readers and the drain agree on the floor: were a rejected write's time counted in it by
+        // readers only, a read would answer from the queue with a value that the drain then drops
+        // as expired.
         let second: Int64 = 1_000_000_000
         for cacheExpires in [true, false] {
             let clock = ManualClock()
@@ -719,6 +720,122 @@ struct SharedCacheTests {
         #expect(cache.values(forKeys: [1, 2]).isEmpty)
     }
 
+    @Test("expireAll expires every entry issued before it, whatever its deadline, and none written after it")
+    func expireAll() {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(countLimit: 10, expiration: .afterWrite(.seconds(60)), clock: clock)
+        cache._applyWritesOnlyWhenAsked()
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        for key in 0..<4 { cache[key] = key }
+        cache.setValue(4, forKey: 4, expiresAfter: .seconds(3_600))
+        cache.flush()
+        clock.advance(by: .seconds(1))
+        cache.expireAll()
+        cache[9] = 9
+        #expect(log.all.isEmpty)  // queued: applied by the next flush, in order with the write of 9
+        cache.flush()
+        #expect(log.all.map(\.key) == [0, 1, 2, 3, 4])
+        #expect(log.all.allSatisfy { $0.reason == .expired && $0.value == $0.key })
+        #expect(cache.allItems() == [9: 9])
+        #expect(cache.statistics.removalCounts == [.expired: 5])
+        // 9 keeps its own deadline, 60 s from its write at 1 s.
+        clock.advance(by: .seconds(59))
+        #expect(cache[9] == 9)
+        clock.advance(by: .seconds(1))
+        #expect(cache[9] == nil)
+    }
+
+    @Test("removeExpired removes what expired by the clock's time, at once, and nothing that lives")
+    func removeExpired() {
+        let clock = ManualClock()
+        let cache = SharedCache<Int, Int>(expiration: .afterWrite(.seconds(10)), clock: clock)
+        cache._applyWritesOnlyWhenAsked()
+        let log = RemovalLog<Int, Int>()
+        cache.removalHandler = log.append
+        cache[1] = 1
+        clock.advance(by: .seconds(5))
+        cache[2] = 2
+        cache.setValue(3, forKey: 3, expiresAfter: .seconds(60))
+        cache.flush()
+        clock.advance(by: .seconds(5))  // 1 expires at 10 s, 2 at 15 s, 3 at 65 s
+        #expect(log.all.isEmpty)  // nothing has asked yet
+        cache.removeExpired()
+        #expect(log.all == [CacheRemoval(key: 1, value: 1, reason: .expired)])
+        clock.advance(by: .seconds(4))
+        cache.removeExpired()
+        #expect(log.all.count == 1)  // 2 lives until 15 s
+        clock.advance(by: .seconds(1))
+        cache.removeExpired()
+        #expect(log.all.map(\.key) == [1, 2])
+        #expect(cache.peekValue(forKey: 3) == 3)
+        #expect(cache.statistics.removalCounts == [.expired: 2])
+    }
+
+    @Test("settle applies the queued writes and returns once the handler heard their removals, on any thread")
+    func settle() async {
+        let cache = SharedCache<Int, Int>()
+        cache._applyWritesOnlyWhenAsked()
+        let heard = Locked<[Int]>([])
+        let handlerEntered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        cache.removalHandler = { removal in
+            heard.mutate { $0.append(removal.key) }
+            if removal.key == 1 {
+                handlerEntered.signal()
+                release.wait()
+            }
+        }
+        cache.addEntries(from: [1: 1, 2: 2])
+        cache.flush()
+        // Another thread applies the removal of 1 and delivers it: the handler holds that delivery.
+        cache.removeValue(forKey: 1)
+        startThread { cache.flush() }
+        handlerEntered.wait()
+        cache.removeValue(forKey: 2)
+        #expect(cache._pendingCount.load(ordering: .relaxed) == 1)
+        let settled = Task(executorPreference: ThreadPerJobExecutor()) { () -> [Int] in
+            await cache.settle()
+            return heard.value
+        }
+        // settle applied the removal of 2 and left it to the thread delivering: it waits for it.
+        await eventually { cache.outbox.withLock { $0.posted } == 2 }
+        #expect(cache._pendingCount.load(ordering: .relaxed) == 0)
+        release.signal()
+        #expect(await settled.value == [1, 2])
+    }
+
+    @Test("the sweep interval removes expired entries on the cache's clock, and ends with the cache")
+    func sweepInterval() async {
+        let clock = ManualClock()
+        let log = RemovalLog<String, Int>()
+        weak var weakCache: SharedCache<String, Int>?
+        do {
+            let cache = SharedCache<String, Int>(
+                expiration: Expiration(afterWrite: .seconds(5), sweepInterval: .seconds(10)),
+                clock: clock
+            )
+            weakCache = cache
+            cache._applyWritesOnlyWhenAsked()  // no drain but the sweep's
+            cache.removalHandler = log.append
+            cache["a"] = 1
+            cache.setValue(2, forKey: "b", expiresAfter: .seconds(15))
+            cache.flush()
+            await eventually { clock.sleeperCount == 1 }
+            clock.advance(by: .seconds(9))
+            #expect(log.all.isEmpty)  // "a" expired at 5 s, but no sweep has run
+            clock.advance(by: .seconds(1))
+            await eventually { log.all.count == 1 }
+            #expect(log.all == [CacheRemoval(key: "a", value: 1, reason: .expired)])
+            await eventually { clock.sleeperCount == 1 }  // the next round is scheduled
+            clock.advance(by: .seconds(10))
+            await eventually { log.all.count == 2 }
+            #expect(log.all.last == CacheRemoval(key: "b", value: 2, reason: .expired))
+        }
+        #expect(weakCache == nil)  // the sweep does not keep the cache alive
+        await eventually { clock.sleeperCount == 0 }  // and it ends with the cache
+    }
+
     @Test("a time to idle is extended by reads (reads then take the lock exclusively)")
     func timeToIdle() {
         let clock = ManualClock()
@@ -774,14 +891,18 @@ struct SharedCacheTests {
     }
 
     @Test("statistics count requests from every stripe; a handler may write to the cache")
-    func statisticsAndReentrantHandler() {
+    func statisticsAndReentrantHandler() async {
         let cache = SharedCache<Int, Int>(countLimit: 2, policy: .fifo)
+        let evicted = Locked<[Int]>([])
         cache.removalHandler = { removal in
+            if removal.reason == .evictedForCount { evicted.mutate { $0.append(removal.key) } }
             if removal.reason == .evictedForCount && removal.key < 100 { cache[removal.key + 100] = removal.value }
         }
         cache[1] = 1
         cache[2] = 2
-        cache[3] = 3  // evicts 1; the handler writes 101, which evicts 2; then 102 evicts 3
+        // Evicts 1; the handler writes 101, which evicts 2; 102 evicts 3; 103 evicts 101, whose
+        // eviction writes nothing.
+        cache[3] = 3
         cache.flush()
         _ = cache[1]
         _ = cache[102]
@@ -791,6 +912,14 @@ struct SharedCacheTests {
         #expect(cache.statistics.requestCount == 0)
         cache.flush()
         #expect(cache.count == 2)
+        // Each step of the cascade is a write the handler issues while a drain delivers.
+        await eventually {
+            cache.flush()
+            return evicted.value.count >= 4
+        }
+        cache.flush()
+        #expect(evicted.value == [1, 2, 3, 101])
+        #expect(cache.allItems() == [102: 2, 103: 3])
     }
 
     @Test("a purge decided before removeAll leaves an entry written after it, in the same slot")

@@ -78,19 +78,67 @@ struct StressTests {
         }
     }
 
-    @Test("async loads and orInsert from many tasks agree with what was loaded")
+    /// The async loads of `loadingStress` running, and the removals it issues, by key. One load
+    /// per key at a time: a second load of a key may start while one runs only if a removal of
+    /// the key began after the running load's caller called (the removal detached that load).
+    final class LoadLedger: Sendable {
+        private struct KeyState: Sendable {
+            /// For each running load, the removals of the key finished when its caller called.
+            var running: [Int] = []
+            var removalsBegun = 0
+            var removalsFinished = 0
+        }
+
+        private let keys = Locked<[Int: KeyState]>([:])
+        /// Loads that started while another load of their key ran that no removal detached.
+        let overlaps = Atomic<Int>(0)
+
+        /// Called before asking the cache for `key`; returns what `loadBegins` needs.
+        func callBegins(_ key: Int) -> Int { keys.mutate { $0[key, default: KeyState()].removalsFinished } }
+
+        func loadBegins(_ key: Int, removalsFinishedAtCall: Int) {
+            let overlapping = keys.mutate { keys -> Bool in
+                defer { keys[key, default: KeyState()].running.append(removalsFinishedAtCall) }
+                let state = keys[key, default: KeyState()]
+                return state.running.contains { $0 == state.removalsBegun }
+            }
+            if overlapping { overlaps.add(1, ordering: .relaxed) }
+        }
+
+        func loadEnds(_ key: Int, removalsFinishedAtCall: Int) {
+            keys.mutate { keys in
+                if let index = keys[key]?.running.firstIndex(of: removalsFinishedAtCall) {
+                    keys[key]?.running.remove(at: index)
+                }
+            }
+        }
+
+        func remove(_ key: Int, from cache: Cache<Int, Int>) {
+            keys.mutate { $0[key, default: KeyState()].removalsBegun += 1 }
+            cache.removeValue(forKey: key)
+            keys.mutate { $0[key, default: KeyState()].removalsFinished += 1 }
+        }
+    }
+
+    @Test("async loads and orInsert from many tasks agree with what was loaded, one load per key at a time")
     func loadingStress() async throws {
         let cache = Cache<Int, Int>(countLimit: 64)
         let asyncLoads = Locked(0)
         let syncLoads = Locked(0)
+        let ledger = LoadLedger()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for t in 0..<6 {
                 group.addTask {
                     var rng = SeededGenerator(seed: UInt64(t) + 10)
                     for _ in 0..<1_500 {
                         let key = Int.random(in: 0..<100, using: &rng)
+                        let removals = ledger.callBegins(key)
                         let loaded = try await cache.value(forKey: key) { k in
+                            ledger.loadBegins(k, removalsFinishedAtCall: removals)
                             asyncLoads.mutate { $0 += 1 }
+                            // Suspends, so that other tasks miss the key while its load runs.
+                            await Task.yield()
+                            ledger.loadEnds(k, removalsFinishedAtCall: removals)
                             return k * 2
                         }
                         #expect(loaded == key * 2)
@@ -99,7 +147,7 @@ struct StressTests {
                             return key * 3
                         }
                         #expect(made == key * 3)
-                        if Int.random(in: 0..<8, using: &rng) == 0 { cache.removeValue(forKey: key) }
+                        if Int.random(in: 0..<8, using: &rng) == 0 { ledger.remove(key, from: cache) }
                     }
                 }
             }
@@ -110,6 +158,11 @@ struct StressTests {
         let stats = cache.statistics
         #expect(stats.loadSuccessCount == asyncLoads.value + syncLoads.value)
         #expect(stats.requestCount == 6 * 1_500 * 2)
+        #expect(ledger.overlaps.load(ordering: .relaxed) == 0, "a key was loaded twice at once")
+        // Every orInsert miss runs its closure; an async miss while the key's load runs waits
+        // for that load instead of running its own.
+        let asyncMisses = stats.missCount - syncLoads.value
+        #expect(asyncLoads.value < asyncMisses, "\(asyncLoads.value) loads for \(asyncMisses) misses: no miss waited")
     }
 
     @Test(
@@ -201,8 +254,17 @@ struct StressTests {
         )
         cache.notificationInterval = .seconds(1)
         let batches = Atomic<Int>(0)
+        // The batches, applied in order, rebuild the cache's contents.
+        let mirror = Locked<[Int: Int]>([:])
+        let changes = cache.changes  // subscribed before the first write
         let listener = Task {
-            for await _ in cache.changes { batches.add(1, ordering: .relaxed) }
+            for await batch in changes {
+                mirror.mutate { mirror in
+                    for key in batch.removed { mirror[key] = nil }
+                    mirror.merge(batch.updated) { _, new in new }
+                }
+                batches.add(1, ordering: .relaxed)
+            }
         }
         let removed = Atomic<Int>(0)
         cache.removalHandler = { removal in
@@ -249,6 +311,10 @@ struct StressTests {
         let stats = cache.statistics
         #expect(stats.hitCount + stats.missCount == requests.load(ordering: .relaxed))
         cache.publishChanges()
+        let contents = cache.allItems()
+        await eventually { mirror.value == contents }
+        #expect(mirror.value == contents, "the change batches lost or reordered a change")
+        #expect(batches.load(ordering: .relaxed) > 0)
         listener.cancel()
     }
 

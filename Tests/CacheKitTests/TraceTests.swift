@@ -1,10 +1,16 @@
 import CacheKit
+import Foundation
 import Testing
 
 /// Exact miss counts on real traces: the figures in `../shared/traces/README.md`, computed by
 /// libCacheSim and cross-checked independently. An LRU, FIFO or SIEVE that differs by one request
 /// fails.
-@Suite("Real traces", .enabled(if: Traces.isPresent("OLTP.lis"), "../shared/traces/OLTP.lis is absent; skipped"))
+@Suite(
+    "Real traces",
+    .enabled("../shared/traces/OLTP.lis is absent; skipped (with CI=true, a failure)") {
+        try Traces.required("OLTP.lis")
+    }
+)
 struct TraceTests {
     /// `../shared/traces/README.md`'s reference table: trace, size, requests, and the exact LRU,
     /// FIFO and SIEVE miss counts.
@@ -57,5 +63,25 @@ struct TraceTests {
         }
         #expect(disagreements == 0)
         #expect(serial.keys == shared.keys)
+    }
+}
+
+@Suite("Trace suites' condition")
+struct TraceRequirementTests {
+    @Test("a trace suite runs when its trace is present; absent, it skips, or fails with CI=true, naming the file")
+    func condition() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("CacheKitTraces-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(try Traces.required("t.lis", in: folder, environment: [:]) == false)
+        #expect(try Traces.required("t.lis", in: folder, environment: ["CI": "false"]) == false)
+        let error = #expect(throws: Traces.Missing.self) {
+            try Traces.required("t.lis", in: folder, environment: ["CI": "true"])
+        }
+        #expect(error?.path == folder.appendingPathComponent("t.lis").path)
+        #expect(error?.description.contains("CI=true") == true)
+        try Data("1 1 0 0\n".utf8).write(to: folder.appendingPathComponent("t.lis"))
+        #expect(try Traces.required("t.lis", in: folder, environment: ["CI": "true"]))
+        #expect(try Traces.required("t.lis", in: folder, environment: [:]))
     }
 }

@@ -101,7 +101,9 @@ enum _CacheFile {
                 written += result
             }
         }
-        if failure == nil, fsync(fd) != 0 { failure = .ioFailure(path: temporary, operation: "fsync", errno: errno) }
+        if failure == nil, flush(fd, .fileSync, beside: path) != 0 {
+            failure = .ioFailure(path: temporary, operation: "fsync", errno: errno)
+        }
         let file = Temporary(path: temporary, descriptor: fd)
         if let failure {
             discard(file)
@@ -117,6 +119,7 @@ enum _CacheFile {
         guard rename(temporary.path, path) == 0 else {
             throw .ioFailure(path: path, operation: "rename", errno: errno)
         }
+        DurabilitySteps.note(.rename, beside: path)
         // The data was flushed before the rename; a failing close loses nothing that was written.
         close(temporary.descriptor)
     }
@@ -133,7 +136,57 @@ enum _CacheFile {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .ioFailure(path: directory, operation: "open", errno: errno) }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw .ioFailure(path: directory, operation: "fsync", errno: errno) }
+        guard flush(fd, .directorySync, beside: path) == 0 else {
+            throw .ioFailure(path: directory, operation: "fsync", errno: errno)
+        }
+    }
+
+    /// `fsync(2)` of `descriptor`, noted as `step` of a save to `path` (see ``DurabilitySteps``).
+    private static func flush(_ descriptor: Int32, _ step: DurabilitySteps.Step, beside path: String) -> Int32 {
+        DurabilitySteps.note(step, beside: path)
+        return fsync(descriptor)
+    }
+
+    /// The steps that make a save durable, in the order a save takes them, noted for tests that
+    /// watch a directory: that a save flushes its temporary file before the rename and the
+    /// directory after it leaves no trace in the file system. Nothing is noted while no one
+    /// watches, which is one relaxed atomic load per step.
+    enum DurabilitySteps {
+        enum Step: Equatable, Sendable {
+            /// `fsync` of the temporary file, once written.
+            case fileSync
+            /// The temporary file renamed over the file.
+            case rename
+            /// `fsync` of the directory holding the file.
+            case directorySync
+        }
+
+        private static let watchers = Atomic<Int>(0)
+        private static let noted = Mutex<[String: [Step]]>([:])
+
+        /// Notes `step` of a save to `path`, if a test watches `path`'s directory.
+        static func note(_ step: Step, beside path: String) {
+            guard watchers.load(ordering: .relaxed) > 0 else { return }
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            noted.withLock { noted in noted[directory]?.append(step) }
+        }
+
+        /// Runs `body`, and returns the steps that saves to files in `path`'s directory took
+        /// meanwhile, in order.
+        static func watching<E: Error>(
+            beside path: String,
+            _ body: () throws(E) -> Void
+        ) throws(E) -> [Step] {
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            noted.withLock { noted in noted[directory] = [] }
+            watchers.wrappingAdd(1, ordering: .relaxed)
+            defer {
+                watchers.wrappingSubtract(1, ordering: .relaxed)
+                noted.withLock { noted in _ = noted.removeValue(forKey: directory) }
+            }
+            try body()
+            return noted.withLock { noted in noted[directory] ?? [] }
+        }
     }
 
     /// Whether something exists at `path`.

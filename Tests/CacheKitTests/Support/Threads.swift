@@ -14,7 +14,7 @@ import Synchronization
 /// Each body runs in a child task of the caller's task, on a thread of its own (the child task
 /// prefers a `ThreadPerJobExecutor`), not on a thread of the concurrency pool: so it inherits
 /// the test's context, and an `#expect` that fails inside it is reported under the test's name
-/// (on plain threads Swift Testing reported it under «unknown»). The caller suspends rather
+/// (on plain threads Swift Testing reports it under «unknown»). The caller suspends rather
 /// than blocks while the threads run: a blocked thread of the pool (two threads on two cores)
 /// could starve the tasks the bodies wait for, such as an autosave woken by a clock the bodies
 /// advance, and tests run in parallel.

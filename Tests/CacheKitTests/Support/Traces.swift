@@ -1,8 +1,11 @@
 import Foundation
 
-/// The shared trace folder, `../shared/traces/` beside the package, if this checkout has one.
+/// The shared trace folder, `../shared/traces/` beside the package, if this checkout has one
+/// (`CACHEKIT_TRACE_DIRECTORY` names another folder instead).
 enum Traces {
-    static let directory: URL = URL(fileURLWithPath: #filePath)
+    static let directory: URL =
+        ProcessInfo.processInfo.environment["CACHEKIT_TRACE_DIRECTORY"].map { URL(fileURLWithPath: $0) }
+        ?? URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()  // Support
         .deletingLastPathComponent()  // CacheKitTests
         .deletingLastPathComponent()  // Tests
@@ -13,6 +16,29 @@ enum Traces {
     static func url(_ name: String) -> URL { directory.appendingPathComponent(name) }
 
     static func isPresent(_ name: String) -> Bool { FileManager.default.fileExists(atPath: url(name).path) }
+
+    /// A trace a suite needs is absent under CI.
+    struct Missing: Error, CustomStringConvertible {
+        let path: String
+        var description: String {
+            "\(path) is absent: with CI=true the trace suites must run, not skip (lay out ../shared/traces beside the package)"
+        }
+    }
+
+    /// The condition of a trace suite's `.enabled` trait: whether the suite runs. It runs when
+    /// trace `name` is in `folder`. When it is absent the suite skips, except under CI (`CI=true`
+    /// in `environment`), where this throws ``Missing`` and the suite fails: a CI run without the
+    /// traces must not pass by skipping the only tests of the policies against real workloads.
+    static func required(
+        _ name: String,
+        in folder: URL = directory,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> Bool {
+        let path = folder.appendingPathComponent(name).path
+        if FileManager.default.fileExists(atPath: path) { return true }
+        if environment["CI"] == "true" { throw Missing(path: path) }
+        return false
+    }
 
     /// The keys of an ARC `.lis` trace: each line `start count x y` stands for start..<start+count.
     static func arcKeys(_ name: String) throws -> [Int] {
