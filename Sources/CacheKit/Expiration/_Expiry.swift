@@ -206,6 +206,7 @@ struct _Expiry {
         if perEntry == nil && now >= latest && heapCount == 0 && idle == nil && writtenAt == nil
             && queueCount < queueCapacity
         {
+            // `writeDeadline(from: now, timeToLive: nil)`, whose saturation this case never needs.
             let (deadline, overflow) = now.addingReportingOverflow(timeToLive)
             if !overflow && deadline != Self.never && timeToLive != Self.never {
                 latest = now
@@ -223,6 +224,29 @@ struct _Expiry {
         didWriteInGeneral(slot, now: now, timeToLive: perEntry)
     }
 
+    /// The deadline a write at `start` (at or after `latest`) gets for its time to live: its
+    /// own (`perEntry`), or the cache's.
+    @inlinable
+    @inline(__always)
+    func writeDeadline(from start: Int64, timeToLive perEntry: Int64?) -> Int64 {
+        Self.adding(perEntry ?? timeToLive, to: start)
+    }
+
+    /// The idle deadline a write or read at `start` gives its entry (`never` without a time to
+    /// idle).
+    @inlinable
+    @inline(__always)
+    func idleDeadline(from start: Int64) -> Int64 { Self.adding(timeToIdle, to: start) }
+
+    /// The deadline `didWrite` would give an entry written at `writtenAt` (not -1), asked
+    /// without recording anything: the earlier of its write and idle deadlines, counted from
+    /// the later of `writtenAt` and `latest`.
+    @inlinable
+    func firstDeadline(writtenAt: Int64, timeToLive perEntry: Int64?) -> Int64 {
+        let start = Swift.max(writtenAt, latest)
+        return Swift.min(writeDeadline(from: start, timeToLive: perEntry), idleDeadline(from: start))
+    }
+
     /// `didWrite` for every case.
     @inlinable
     @inline(never)
@@ -238,11 +262,11 @@ struct _Expiry {
         latest = now
         writtenAt?[s] = now
         if let perEntry {
-            records[s].writeDeadline = Self.adding(perEntry, to: now)
+            records[s].writeDeadline = writeDeadline(from: now, timeToLive: perEntry)
             records[s].writeStamp = 0
             schedule(slot, at: records[s].writeDeadline)
         } else {
-            let deadline = Self.adding(timeToLive, to: now)
+            let deadline = writeDeadline(from: now, timeToLive: nil)
             if heapCount > 0 && records[s].heapPosition >= 0 { removeFromHeap(slot) }
             // Only stores to the slot's record, no loads: the record is usually not in the CPU's
             // cache, and a store does not wait for it. (Skipping the append when the deadline is
@@ -251,7 +275,7 @@ struct _Expiry {
             records[s].writeDeadline = deadline
         }
         if let idle {
-            idle[s].deadline = Self.adding(timeToIdle, to: now)
+            idle[s].deadline = idleDeadline(from: now)
             moveToTail(slot, idle)
         }
     }
@@ -263,7 +287,7 @@ struct _Expiry {
         guard let idle, now >= 0 else { return }
         let now = Swift.max(now, latest)
         latest = now
-        idle[Int(slot)].deadline = Self.adding(timeToIdle, to: now)
+        idle[Int(slot)].deadline = idleDeadline(from: now)
         moveToTail(slot, idle)
     }
 

@@ -107,23 +107,12 @@ extension SharedCache {
         guard case .stored(let value, let cost, let timeToLive, let floor, let floorWithoutExpiry) = queued else {
             return nil
         }
-        let costLimit = state.pointee.core.totalCostLimit
-        if costLimit > 0 && cost > costLimit { return nil }
+        if state.pointee.core.rejects(cost: cost) { return nil }
         guard now >= 0 else { return value }
-        let expiry = state.pointee.core.expiry
-        let writtenAt = expiry == nil ? floorWithoutExpiry : floor
-        return Self._deadline(writtenAt: writtenAt, timeToLive: timeToLive, expiry: expiry) > now ? value : nil
-    }
-
-    /// The first deadline (time to live or to idle) a value written at `writtenAt` (-1:
-    /// unknown) gets when applied now: what `_Expiry.didWrite` computes, without changing it.
-    @inlinable
-    static func _deadline(writtenAt: Int64, timeToLive: Int64?, expiry: UnsafeMutablePointer<_Expiry>?) -> Int64 {
-        guard writtenAt >= 0 else { return _Expiry.never }
-        guard let expiry else { return timeToLive.map { _Expiry.adding($0, to: writtenAt) } ?? _Expiry.never }
-        let start = Swift.max(writtenAt, expiry.pointee.latest)
-        let deadline = _Expiry.adding(timeToLive ?? expiry.pointee.timeToLive, to: start)
-        return Swift.min(deadline, _Expiry.adding(expiry.pointee.timeToIdle, to: start))
+        // The floor the queue kept for the state the write will meet: with expiry state, or
+        // without it (the first write with a time to live of its own creates it).
+        let writtenAt = state.pointee.core.expiry == nil ? floorWithoutExpiry : floor
+        return state.pointee.core.deadline(ofWriteAt: writtenAt, timeToLive: timeToLive) > now ? value : nil
     }
 
     /// Runs `body` holding the lock exclusively, after replaying the buffered reads, removing
@@ -341,7 +330,7 @@ extension SharedCache {
             where read.slot < slots
                 && state.pointee.core.generations.unsafelyUnwrapped[Int(read.slot)] == read.generation
             {
-                state.pointee.core.policy.didAccess(read.slot, links: state.pointee.core.links)
+                state.pointee.core.recordAccess(read.slot)
             }
         }
     }
@@ -388,44 +377,20 @@ extension SharedCache {
         at drainTime: Int64,
         removals: inout [CacheRemoval<Key, Value>]
     ) {
-        if timeToLive != nil { _state.pointee.core.enableExpiry() }
         var removed = _Removals<Key, Value>()
-        let costLimit = _state.pointee.core.totalCostLimit
-        if drainTime >= 0, !(costLimit > 0 && cost > costLimit),
-            Self._deadline(writtenAt: now, timeToLive: timeToLive, expiry: _state.pointee.core.expiry) <= drainTime
-        {
-            // It expired while queued: storing it would evict a live entry to make room for a
-            // dead one. The write still replaces the old value, then expires at once. (Not a
-            // write too costly to store: the engine rejects that below, as it would have been
-            // rejected had it been applied before its time ran out, and nothing is reported as
-            // stored or expired.)
-            if let old = _state.pointee.core.removeValue(forKey: key, reason: .replaced) { removed.append(old) }
-            if let expiry = _state.pointee.core.expiry { expiry.pointee.latest = Swift.max(expiry.pointee.latest, now) }
-            _state.pointee.core.stats.recordRemovals(.expired)
-            removed.append(CacheRemoval(key: key, value: value, reason: .expired))
-            changeLog?.didSet(key, value)
-            collect(removed, into: &removals)
-            return
-        }
-        let outcome = _state.pointee.core.setValue(
+        let stored = _state.pointee.core.applyDeferredSet(
             value,
             forKey: key,
             hash: hash,
             cost: cost,
-            now: now,
             timeToLive: timeToLive,
-            evictInline: true,
+            issuedAt: now,
+            appliedAt: drainTime,
             removals: &removed
         )
+        // A write that expired while it waited leaves its key removed: `collect` logs that.
         collect(removed, into: &removals)
-        if case .rejected = outcome {
-            // Readers counted this write's time in the floor of the writes queued after it
-            // (`_PendingWrites.index`), as they cannot know the cost limit it will meet; the
-            // drain counts it too, so that a queued write answers as it will once applied.
-            if let expiry = _state.pointee.core.expiry { expiry.pointee.latest = Swift.max(expiry.pointee.latest, now) }
-            return
-        }
-        changeLog?.didSet(key, value)
+        if stored { changeLog?.didSet(key, value) }
     }
 
     @inlinable
@@ -445,7 +410,7 @@ extension SharedCache {
         case .access(let key, let hash):
             // As common as a read of a key with a queued write: specialized here, with `set`.
             let slot = _state.pointee.core.slot(of: key, hash: hash)
-            if slot >= 0 { _state.pointee.core.policy.didAccess(slot, links: _state.pointee.core.links) }
+            if slot >= 0 { _state.pointee.core.recordAccess(slot) }
         default:
             applyBulk(write, at: drainTime, removals: &removals)
         }
