@@ -255,13 +255,11 @@ extension SharedCache {
             _drainUnlessRunning(sweepingUntil: issued >= 0 ? issued : .max)
         }
         var write = Optional(write)  // moved into the queue, not copied (see `append`)
-        let schedule = pending.withLock { pending -> Bool in
+        let action = pending.withLock { pending -> _DrainScheduler.Action in
             pending.append(write.take().unsafelyUnwrapped)
-            guard pending.backgroundDrain == .idle else { return false }
-            pending.backgroundDrain = .scheduled
-            return true
+            return pending.drainScheduler.writeQueued()
         }
-        if schedule { scheduleBackgroundDrain(epoch: _drainEpoch.load(ordering: .relaxed)) }
+        if action == .schedule { scheduleBackgroundDrain(epoch: _drainEpoch.load(ordering: .relaxed)) }
     }
 
     /// How many queued writes make a writer apply them (see `_enqueue`). On read90, 2,048
@@ -279,25 +277,24 @@ extension SharedCache {
         _drainHoldingLock(sweepingUntil: limit) { _, _ in }
     }
 
-    /// Queues the background drain. Only it returns the state to `.idle`, so however many writes
-    /// arrive (and however many readers and writers drain them first) there is at most one
-    /// queued; it runs half a millisecond later, so a burst of writes costs one dispatch. If a
-    /// drain applied writes since it was queued (`_drainEpoch` moved from `epoch`), writers are
-    /// draining: it looks again half a millisecond later instead of taking the lock, so it
-    /// applies only what stays queued once writes pause, at most a millisecond after the last.
+    /// Schedules the background drain half a millisecond from now (see `_DrainScheduler`), so
+    /// that a burst of writes costs one dispatch. `epoch` is `_drainEpoch` now: when the drain
+    /// fires, a different one means writers drained meanwhile.
     @inlinable
     func scheduleBackgroundDrain(epoch: Int) {
         drainQueue.asyncAfter(deadline: DispatchTime.now() + DispatchTimeInterval.microseconds(500)) { [weak self] in
             guard let self else { return }
             let current = _drainEpoch.load(ordering: .relaxed)
-            // Decided under the queue's lock: a write queued after the state returns to `.idle`
-            // schedules the next background drain itself.
-            let writersDraining = pending.withLock { pending -> Bool in
-                if current != epoch && !pending.writes.isEmpty { return true }
-                if pending.backgroundDrain == .scheduled { pending.backgroundDrain = .idle }
-                return false
+            // Decided under the queue's lock: a write queued after the scheduler returns to
+            // `idle` schedules the next background drain itself.
+            let action = pending.withLock { pending in
+                pending.drainScheduler.fired(writersDrained: current != epoch, queueIsEmpty: pending.writes.isEmpty)
             }
-            if writersDraining { scheduleBackgroundDrain(epoch: current) } else { _drain() }
+            switch action {
+            case .schedule: scheduleBackgroundDrain(epoch: current)
+            case .drain: _drain()
+            case .none: break
+            }
         }
     }
 

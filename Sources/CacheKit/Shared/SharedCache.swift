@@ -514,7 +514,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// queued, and by reads, `flush()` and bulk operations. For the package's tests; call it
     /// before writing.
     package func _stopBackgroundDrains() {
-        pending.withLock { $0.backgroundDrain = .off }
+        pending.withLock { $0.drainScheduler.stop() }
     }
 
     /// Checks the engine's internal consistency, trapping on the first disagreement (for the

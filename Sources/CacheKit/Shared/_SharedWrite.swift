@@ -53,25 +53,13 @@ struct _PurgeTarget<Key: Hashable & Sendable>: Sendable {
     }
 }
 
-/// Whether a background drain is queued for the writes of a `SharedCache`.
-@usableFromInline
-enum _BackgroundDrain: Sendable {
-    /// None is queued: the next write queues one.
-    case idle
-    /// One is queued: writes leave it be; it returns to `idle` when it runs.
-    case scheduled
-    /// Never queued: writes wait for a read, `flush()` or bulk operation to apply them (the
-    /// package's tests use this to hold writes in the queue).
-    case off
-}
-
 /// The writes issued and not yet applied, with an index of the latest one to each key, so that
 /// a read of one key can see a queued write instead of applying the queue.
 @usableFromInline
 struct _PendingWrites<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var writes: [_SharedWrite<Key, Value>] = []
-    /// Whether a background drain is queued (see `_BackgroundDrain`).
-    @usableFromInline var backgroundDrain = _BackgroundDrain.idle
+    /// When the background drain runs (kept under the queue's lock with the writes).
+    @usableFromInline var drainScheduler = _DrainScheduler()
     /// For each key a queued write names (`set`, or a `remove` of at most
     /// `_SharedWrite.maxNamedKeys` keys), the position in `writes` of the latest such write.
     /// Keyed by the key with its hash, computed once by the writer: this index is used under
