@@ -551,19 +551,12 @@ extension _StateHost {
         return _trim(askingVeto: veto, protecting: nil) { $0.room(forNewKey: key, cost: cost) }
     }
 
-    /// Evicts toward `target` asking `veto` about each candidate outside the critical section.
-    ///
-    /// Rounds: under the lock, remove what expired, then copy out the candidates that would
-    /// meet the target if all went (skipping the key just written and every entry already
-    /// vetoed), and as many more as have been vetoed so far; outside it, ask the veto about them
-    /// in eviction order until the approved ones would meet the target; under the lock again,
-    /// evict the approved candidates that did not change meanwhile, each with the reason the veto
-    /// was given. Repeats until the target is met or no candidate is left. Returns whether the
-    /// cache is still above the target (every remaining candidate vetoed).
-    ///
-    /// The extra candidates keep a veto that refuses many entries from costing a walk past all
-    /// of them per refusal: each round proposes at least as many as were refused before it, so
-    /// the rounds, each a walk in eviction order, are O(log *v*) for *v* refusals, not O(*v*).
+    /// Evicts toward `target` asking `veto` about each candidate outside the critical section,
+    /// in the rounds `_VetoTrim` decides: under the lock, remove what expired and copy out
+    /// candidates (never the key just written); outside it, ask the veto in eviction order until
+    /// the approved ones would meet the target; under the lock again, evict the approved
+    /// candidates that did not change meanwhile, each with the reason the veto was given.
+    /// Returns whether the cache is still above the target (every remaining candidate vetoed).
     @inlinable
     func _trim(
         askingVeto veto: (Key, Value, RemovalReason) -> Bool,
@@ -580,52 +573,39 @@ extension _StateHost {
         protecting protectedKey: Key?,
         target: (borrowing _CacheCore<Key, Value>) -> _TrimTarget
     ) -> (isOverLimit: Bool, rounds: Int) {
-        var vetoed = Set<_SlotVersion>()
-        var rounds = 0
+        var trim = _VetoTrim<Key, Value>()
+        var action = trim.start
         while true {
-            rounds += 1
-            let (candidates, goal, count, cost) = _withSweptState(now: _timekeeper.now()) { state, _ in
-                let goal = target(state.core)
-                let protected = protectedKey.map { state.core.slot(of: $0) } ?? -1
-                let candidates = state.core.candidates(
-                    for: goal,
-                    protecting: protected,
-                    skipping: vetoed,
-                    extra: vetoed.count
-                )
-                return (candidates, goal, state.core.count, state.core.totalCost)
-            }
-            if candidates.isEmpty { break }
-            var approved: [_Candidate<Key, Value>] = []
-            var remainingCount = count
-            var remainingCost = cost
-            let refusedBefore = vetoed.count
-            for var candidate in candidates {
-                guard let reason = goal.reasonToEvict(count: remainingCount, cost: remainingCost) else { break }
-                candidate.reason = reason
-                if veto(candidate.key, candidate.value, reason) {
-                    remainingCount -= 1
-                    remainingCost -= candidate.cost
-                    approved.append(candidate)
-                } else {
-                    vetoed.insert(candidate.identity)
+            switch action {
+            case .propose:
+                let vetoed = trim.vetoed
+                let (candidates, goal, count, cost) = _withSweptState(now: _timekeeper.now()) { state, _ in
+                    let goal = target(state.core)
+                    let protected = protectedKey.map { state.core.slot(of: $0) } ?? -1
+                    let candidates = state.core.candidates(
+                        for: goal,
+                        protecting: protected,
+                        skipping: vetoed,
+                        extra: vetoed.count
+                    )
+                    return (candidates, goal, state.core.count, state.core.totalCost)
                 }
-            }
-            if approved.isEmpty {
-                // Every answer a refusal, so the next round walks past more; none asked (the
-                // target met already): done.
-                if vetoed.count == refusedBefore { break }
-                continue
-            }
-            _withSweptState(now: _timekeeper.now()) { state, removals in
-                // The target as it is now: the veto, unlocked, may have changed a limit (or
-                // another thread may have), and an approval is no reason to go below it.
-                state.core.evict(approved, target: target(state.core), removals: &removals)
+                action = trim.proposed(candidates, goal: goal, count: count, cost: cost)
+            case .ask(let candidate):
+                action = trim.answered(veto(candidate.key, candidate.value, candidate.reason))
+            case .evict(let approved):
+                _withSweptState(now: _timekeeper.now()) { state, removals in
+                    // The target as it is now: the veto, unlocked, may have changed a limit (or
+                    // another thread may have), and an approval is no reason to go below it.
+                    state.core.evict(approved, target: target(state.core), removals: &removals)
+                }
+                action = trim.evicted()
+            case .finish:
+                let isOverLimit = _withSweptState {
+                    target($0.core).reasonToEvict(count: $0.core.count, cost: $0.core.totalCost) != nil
+                }
+                return (isOverLimit, trim.rounds)
             }
         }
-        let isOverLimit = _withSweptState {
-            target($0.core).reasonToEvict(count: $0.core.count, cost: $0.core.totalCost) != nil
-        }
-        return (isOverLimit, rounds)
     }
 }
