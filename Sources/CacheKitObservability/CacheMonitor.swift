@@ -79,14 +79,8 @@ public struct CacheMonitor: Sendable {
         forwardingTo observer: (@Sendable (CacheActivity<Key>) -> Void)? = nil
     ) -> @Sendable (CacheActivity<Key>) -> Void where Key: SendableMetatype {
         let reference = _WeakCacheReference(cache)
-        return { [logging, metrics] activity in
-            logging?.log(activity)
-            if let metrics {
-                metrics.record(activity)
-                if activity.changesSize, let cache = reference.cache {
-                    metrics.recordSize(count: cache.count, totalCost: cache.totalCost)
-                }
-            }
+        return { [self] activity in
+            report(activity, sizeOf: reference.object)
             observer?(activity)
         }
     }
@@ -103,15 +97,20 @@ public struct CacheMonitor: Sendable {
         for cache: SerialCache<Key, Value>,
         forwardingTo observer: ((CacheActivity<Key>) -> Void)? = nil
     ) -> (CacheActivity<Key>) -> Void {
-        { [logging, metrics, weak cache] activity in
-            logging?.log(activity)
-            if let metrics {
-                metrics.record(activity)
-                if activity.changesSize, let cache {
-                    metrics.recordSize(count: cache.count, totalCost: cache.totalCost)
-                }
-            }
+        { [self, weak cache] activity in
+            report(activity, sizeOf: cache)
             observer?(activity)
+        }
+    }
+
+    /// Logs and counts `activity`, and updates the size meters from `cache` (if it is still
+    /// there) when the activity may have changed its size.
+    func report<Host: _StateHost>(_ activity: CacheActivity<Host.Key>, sizeOf cache: Host?) {
+        logging?.log(activity)
+        guard let metrics else { return }
+        metrics.record(activity)
+        if activity.changesSize, let cache {
+            metrics.recordSize(count: cache.count, totalCost: cache.totalCost)
         }
     }
 }
