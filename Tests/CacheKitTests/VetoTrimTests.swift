@@ -116,3 +116,45 @@ struct VetoTrimTests {
         #expect(trim.rounds == 2 && trim.vetoed.count == 1)
     }
 }
+
+/// Every transition of `_VetoedWrite`, which decides how a write goes when a veto may be
+/// installed.
+@Suite("Vetoed write")
+struct VetoedWriteTests {
+    @Test("without a veto, or when the cache kept a value, the write just finishes")
+    func finishes() {
+        let write = _VetoedWrite()
+        #expect(write.mayStopForRoom)
+        #expect(write.wrote(keptValue: false, rejected: false, deferredTrim: false) == .finish)
+        #expect(write.wrote(keptValue: false, rejected: true, deferredTrim: false) == .finish)
+        #expect(write.wrote(keptValue: true, rejected: false, deferredTrim: true) == .finish)
+    }
+
+    @Test("a rejected write with a veto installed finishes, reporting whether the cache is over a limit")
+    func rejectedChecksLimits() {
+        #expect(_VetoedWrite().wrote(keptValue: false, rejected: true, deferredTrim: true) == .finishCheckingLimits)
+    }
+
+    @Test("a stored write with a veto installed trims outside the lock, asking the veto")
+    func storedTrims() {
+        #expect(_VetoedWrite().wrote(keptValue: false, rejected: false, deferredTrim: true) == .trim(askingVeto: true))
+    }
+
+    @Test("room is made once per write")
+    func roomMadeOnce() {
+        var write = _VetoedWrite()
+        write.neededRoom()
+        #expect(!write.mayStopForRoom)
+        write.roomMade(refused: false)
+        #expect(!write.mayStopForRoom)
+        #expect(write.wrote(keptValue: false, rejected: false, deferredTrim: true) == .trim(askingVeto: true))
+    }
+
+    @Test("after the veto refused every candidate while making room, the trim does not ask it again")
+    func refusedRoomTrimsWithoutAsking() {
+        var write = _VetoedWrite()
+        write.neededRoom()
+        write.roomMade(refused: true)
+        #expect(write.wrote(keptValue: false, rejected: false, deferredTrim: true) == .trim(askingVeto: false))
+    }
+}

@@ -187,12 +187,10 @@ extension _StateHost {
         let accepted = admitted && (_insertionPolicy.map { $0(key, value, cost) } ?? true)
         let now = expiresAfter == nil ? _timekeeper.now() : _timekeeper.activate()
         var observer: ((CacheActivity<Key>) -> Void)?  // copied only if installed (see `_value(forKey:)`)
-        // With a veto, room for a new key is made before it is stored (as without one), so that
-        // the policy picks its victims by its own rules, never weighing the new entry: the
-        // write's section finds no room, changes nothing, and the trim runs outside the lock.
+        // With a veto, room for a new key is made before it is stored (see `_VetoedWrite`): the
+        // write's section finds no room, changes nothing, and room is made outside the lock.
         // (Checked inside the write's own section: a write takes the lock once.)
-        var madeRoom = false
-        var roomRefused = false  // the veto refused every candidate while making room
+        var write = _VetoedWrite()
         while true {
             var needsRoom = false  // plain flags: the write path (no veto) creates nothing to release
             // `deferredTrim`: a veto is installed, so the write evicted nothing and the trim asks
@@ -201,7 +199,8 @@ extension _StateHost {
             let (outcome, existing, deferredTrim) = _withSweptState(now: now) {
                 state,
                 removals -> (WriteResult.Outcome, Value?, Bool) in
-                if !madeRoom, accepted, state.evictionVeto != nil, state.core.needsRoom(forNewKey: key, cost: cost),
+                if write.mayStopForRoom, accepted, state.evictionVeto != nil,
+                    state.core.needsRoom(forNewKey: key, cost: cost),
                     Self._valueKept(insteadOf: value, forKey: key, when: condition, in: state) == nil
                 {
                     needsRoom = true
@@ -249,8 +248,8 @@ extension _StateHost {
                 return (outcome, nil, deferredTrim)
             }
             if needsRoom {
-                madeRoom = true
-                roomRefused = _makeRoom(forNewKey: key, cost: cost)
+                write.neededRoom()
+                write.roomMade(refused: _makeRoom(forNewKey: key, cost: cost))
                 continue
             }
             if let observer, existing == nil, outcome != .rejected(.costExceedsLimit),
@@ -258,13 +257,17 @@ extension _StateHost {
             {
                 observer(.write(key: key, cost: cost))
             }
-            if let existing { return (WriteResult(outcome: outcome), existing) }
-            guard deferredTrim else { return (WriteResult(outcome: outcome), value) }
-            if case .rejected = outcome { return (WriteResult(outcome: outcome, isOverLimit: _isOverLimit), value) }
-            // After a refused attempt to make room, asking the same entries again would only
-            // repeat the refusals (but if the veto is gone meanwhile, the limits hold again).
-            let isOverLimit = _trimToLimits(protecting: key, askingVeto: !roomRefused)
-            return (WriteResult(outcome: outcome, isOverLimit: isOverLimit), value)
+            var rejected = false
+            if case .rejected = outcome { rejected = true }
+            switch write.wrote(keptValue: existing != nil, rejected: rejected, deferredTrim: deferredTrim) {
+            case .finish:
+                return (WriteResult(outcome: outcome), existing ?? value)
+            case .finishCheckingLimits:
+                return (WriteResult(outcome: outcome, isOverLimit: _isOverLimit), value)
+            case .trim(let askingVeto):
+                let isOverLimit = _trimToLimits(protecting: key, askingVeto: askingVeto)
+                return (WriteResult(outcome: outcome, isOverLimit: isOverLimit), value)
+            }
         }
     }
 
