@@ -203,11 +203,16 @@ extension Trace {
     /// The size of one read.
     static let chunkSize = 1 << 20
 
-    private static func chunks(_ handle: FileHandle, path: String, _ body: (Data) throws -> Void) throws {
+    private static func chunks(
+        _ handle: FileHandle,
+        path: String,
+        size: Int = chunkSize,
+        _ body: (Data) throws -> Void
+    ) throws {
         while true {
             let chunk: Data?
             do {
-                chunk = try handle.read(upToCount: chunkSize)
+                chunk = try handle.read(upToCount: size)
             } catch {
                 throw TraceError.unreadable(path: path, reason: "\(error.localizedDescription)")
             }
@@ -221,11 +226,13 @@ extension Trace {
     /// Each byte is scanned once, and only the unfinished line is carried from one chunk to the
     /// next: a line longer than `maxLength` bytes (a `\r` before its `\n` not counted) throws
     /// ``TraceError/lineTooLong(path:line:limit:)`` as soon as the bytes read pass the maximum,
-    /// so the reader holds at most one chunk and `maxLength + 1` bytes of text.
+    /// so the reader holds at most one chunk and `maxLength + 1` bytes of text. Reads take
+    /// `chunkSize` bytes (tests use small ones).
     static func forEachLine(
         _ handle: FileHandle,
         path: String,
         maxLength: Int,
+        chunkSize: Int = chunkSize,
         _ body: (UnsafeBufferPointer<UInt8>, Int) throws -> Void
     ) throws {
         var pending: [UInt8] = []
@@ -237,7 +244,7 @@ extension Trace {
                 throw TraceError.lineTooLong(path: path, line: number, limit: maxLength)
             }
         }
-        try chunks(handle, path: path) { chunk in
+        try chunks(handle, path: path, size: chunkSize) { chunk in
             // The unfinished line carried over holds no newline: the scan starts after it.
             var scan = pending.count
             pending.append(contentsOf: chunk)

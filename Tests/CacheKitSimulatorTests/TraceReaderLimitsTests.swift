@@ -136,23 +136,78 @@ struct TraceReaderLimitsTests {
         #expect(try Trace.read(path: csv).keys == [9, 10])
     }
 
-    @Test("a 20 MB file of one line without a newline is refused after its first MiB, in every text format")
-    func twentyMegabytesWithoutNewline() throws {
+    @Test("a 100 MB file of one line without a newline is refused after its first MiB, in every text format")
+    func hundredMegabytesWithoutNewline() throws {
         let folder = try Folder()
         defer { folder.remove() }
-        // A reader that scanned the unfinished line again for each 1 MiB chunk would read this
-        // 20 MB line 20 times over, and one that kept it whole would hold all of it.
-        let digits = [UInt8](repeating: UInt8(ascii: "7"), count: 20_000_000)
-        for (name, head, line) in [("n.trace", "", 1), ("n.lis", "", 1), ("n.csv", "key\n", 2)] {
-            let path = try folder.write(Array(head.utf8) + digits, name)
-            #expect(throws: TraceError.lineTooLong(path: path, line: line, limit: Self.limit)) {
-                try Trace.read(path: path)
+        // A reader that scanned the unfinished line again for each 1 MiB chunk would scan 5 GB for
+        // this line, and one that kept it whole would hold 100 MB; the file is written a MiB at a
+        // time, and linked under each text format's extension.
+        let path = try folder.write([UInt8](), "n.trace")
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        let mebibyte = Data(repeating: UInt8(ascii: "7"), count: 1 << 20)
+        for _ in 0..<100 { handle.write(mebibyte) }
+        try handle.close()
+        for name in ["n.lis", "n.csv", "n.txt"] {
+            let link = folder.url.appendingPathComponent(name).path
+            try FileManager.default.linkItem(atPath: path, toPath: link)
+            #expect(throws: TraceError.lineTooLong(path: link, line: 1, limit: Self.limit)) {
+                try Trace.read(path: link)
             }
         }
-        // Many lines, the last one long and unfinished: the lines before it read once.
+        #expect(throws: TraceError.lineTooLong(path: path, line: 1, limit: Self.limit)) { try Trace.read(path: path) }
+        // Many lines, then a 20 MB one, unfinished: the lines before it read once.
+        let digits = [UInt8](repeating: UInt8(ascii: "7"), count: 20_000_000)
         let many = try folder.write(Array(String(repeating: "1\n", count: 2_000_000).utf8) + digits, "m.trace")
         #expect(throws: TraceError.lineTooLong(path: many, line: 2_000_001, limit: Self.limit)) {
             try Trace.read(path: many)
+        }
+        let csv = try folder.write(Array("key\n1\n".utf8) + digits, "m.csv")
+        #expect(throws: TraceError.lineTooLong(path: csv, line: 3, limit: Self.limit)) { try Trace.read(path: csv) }
+    }
+
+    @Test("lines split the same across any chunk size, and the first line past the maximum is refused")
+    func linesAcrossChunks() throws {
+        let folder = try Folder()
+        defer { folder.remove() }
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ab\r\n\n".utf8)
+        for round in 0..<300 {
+            let bytes = (0..<Int.random(in: 0...60, using: &generator)).map { _ in
+                alphabet.randomElement(using: &generator)!
+            }
+            let maxLength = Int.random(in: 0...8, using: &generator)
+            let chunkSize = Int.random(in: 1...12, using: &generator)
+            // The model: split at each newline, a final empty piece is no line; a line is too
+            // long past `maxLength` bytes, one `\r` at its end not counted.
+            var expected = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map(Array.init)
+            if expected.last?.isEmpty == true { expected.removeLast() }
+            let tooLong = expected.firstIndex {
+                $0.count > maxLength && !($0.count == maxLength + 1 && $0.last == UInt8(ascii: "\r"))
+            }
+            let path = try folder.write(bytes, "r\(round).trace")
+            let handle = try #require(FileHandle(forReadingAtPath: path))
+            defer { try? handle.close() }
+            var lines: [[UInt8]] = []
+            var numbers: [Int] = []
+            var thrown: TraceError?
+            do {
+                try Trace.forEachLine(handle, path: path, maxLength: maxLength, chunkSize: chunkSize) { line, number in
+                    lines.append(Array(line))
+                    numbers.append(number)
+                }
+            } catch let error as TraceError {
+                thrown = error
+            }
+            let context = "\(bytes) max \(maxLength) chunk \(chunkSize)"
+            if let tooLong {
+                #expect(thrown == .lineTooLong(path: path, line: tooLong + 1, limit: maxLength), "\(context)")
+                #expect(lines == Array(expected[..<tooLong]), "\(context)")
+            } else {
+                #expect(thrown == nil, "\(context)")
+                #expect(lines == expected, "\(context)")
+            }
+            #expect(numbers == Array(1..<lines.count + 1), "\(context)")
         }
     }
 
