@@ -4,13 +4,24 @@ import Foundation
 public struct Trace: Sendable {
     /// Where the trace came from: a file path or a synthetic workload's description.
     public var name: String
-    /// The requested keys, in order. Non-numeric keys (CSV) are hashed to integers.
+    /// The requested keys, in order. Numeric keys keep their 64-bit pattern (a key of 2^63 or more
+    /// is the negative `Int` with the same bits); non-numeric keys (CSV) are hashed to integers.
     public var keys: [Int]
 
     /// The most requests a trace file may hold: 2^30, 8 GiB of keys in memory. A file with more
     /// (or an ARC trace whose lines name more blocks) is refused with
     /// ``TraceError/tooManyRequests(path:line:limit:)`` before it exhausts memory.
     public static let maxRequests = 1 << 30
+
+    /// The longest line a text trace may hold: 1 MiB (1,048,576 bytes), not counting its line
+    /// ending (`\n` or `\r\n`). The reader stops at a longer line, without keeping it whole, and
+    /// throws ``TraceError/lineTooLong(path:line:limit:)``.
+    public static let maxLineLength = 1 << 20
+
+    /// The most blocks one line of an ARC trace may name (its `count` field): 2^20, half a GiB of
+    /// 512-byte blocks, far above any real request. A line with more is a
+    /// ``TraceError/malformedLine(path:line:text:expected:)``.
+    public static let maxBlocksPerLine = 1 << 20
 
     /// A trace of `keys` called `name`.
     public init(name: String, keys: [Int]) {
@@ -48,22 +59,33 @@ public enum TraceFormat: String, Sendable, CaseIterable {
 }
 
 /// Why a trace could not be read. Each case names the file, and the line where there is one.
+///
+/// The text a case quotes from the file (`text`, `header`) and the column name hold at most
+/// ``maxQuotedCharacters`` characters (Unicode scalars), followed by `…` when the input was
+/// longer; ``description`` quotes no more, so that a message stays short whatever the input.
 public enum TraceError: Error, Equatable, CustomStringConvertible {
     /// The file could not be opened or read.
     case unreadable(path: String, reason: String)
     /// No format was given and the extension implies none.
     case unknownFormat(path: String)
-    /// A line (1-based) that does not parse as the format requires.
+    /// A line (1-based) that does not parse as the format requires; `text` is its start.
     case malformedLine(path: String, line: Int, text: String, expected: String)
-    /// The CSV header, on `line`, lacks the key column.
+    /// The CSV header, on `line`, lacks the key column; `header` is its start.
     case missingColumn(path: String, line: Int, column: String, header: String)
     /// A binary trace ends inside a record.
     case truncatedRecord(path: String, byteOffset: Int)
     /// The file holds no requests.
     case empty(path: String)
-    /// The file holds more requests than ``Trace/maxRequests``; `line` is where the count passed it
+    /// The file holds more requests than ``Trace/maxRequests`` (or the cap given to
+    /// ``Trace/read(path:format:keyColumn:maxRequests:)``); `line` is where the count passed it
     /// (0 for a binary trace).
     case tooManyRequests(path: String, line: Int, limit: Int)
+    /// A line (1-based) of a text trace holds more than `limit` bytes
+    /// (``Trace/maxLineLength``) before its line ending.
+    case lineTooLong(path: String, line: Int, limit: Int)
+
+    /// The most characters of its input an error quotes: 80.
+    public static let maxQuotedCharacters = 80
 
     public var description: String {
         switch self {
@@ -72,35 +94,79 @@ public enum TraceError: Error, Equatable, CustomStringConvertible {
         case .unknownFormat(let path):
             "\(path): unknown trace format; name it with --format (\(TraceFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
         case .malformedLine(let path, let line, let text, let expected):
-            "\(path):\(line): malformed line '\(text)': expected \(expected)"
+            "\(path):\(line): malformed line '\(Self.quote(text))': expected \(expected)"
         case .missingColumn(let path, let line, let column, let header):
-            "\(path):\(line): no column '\(column)' in the header '\(header)'"
+            "\(path):\(line): no column '\(Self.quote(column))' in the header '\(Self.quote(header))'"
         case .truncatedRecord(let path, let offset):
             "\(path): truncated 24-byte record at byte \(offset)"
         case .empty(let path):
             "\(path): the trace holds no requests"
         case .tooManyRequests(let path, let line, let limit):
             "\(path)\(line > 0 ? ":\(line)" : ""): the trace holds more than \(limit) requests, the most one replay keeps in memory"
+        case .lineTooLong(let path, let line, let limit):
+            "\(path):\(line): the line is longer than \(limit) bytes, the most a trace line may hold"
         }
+    }
+
+    /// `text` cut to ``maxQuotedCharacters`` Unicode scalars, with `…` after it when it was longer.
+    /// Text it returns comes back unchanged.
+    static func quote(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        var end = scalars.startIndex
+        var count = 0
+        while count < maxQuotedCharacters && end != scalars.endIndex {
+            scalars.formIndex(after: &end)
+            count += 1
+        }
+        if end == scalars.endIndex { return text }
+        return String(scalars[..<end]) + "…"
+    }
+
+    /// The quotation of `bytes` as UTF-8 (invalid bytes as U+FFFD), decoding no more than it needs.
+    static func quote(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        // A scalar takes at most 4 bytes: one more scalar than is quoted shows whether to cut.
+        let needed = (maxQuotedCharacters + 1) * 4
+        return quote(String(decoding: UnsafeBufferPointer(rebasing: bytes.prefix(needed)), as: UTF8.self))
     }
 }
 
 extension Trace {
     /// Reads a trace file, streaming it in 1 MiB chunks so that only the keys stay in memory
-    /// (8 bytes a request).
+    /// (8 bytes a request), in time linear in the file's size.
+    ///
+    /// Keys in text formats are decimal integers from -2^63 to 2^64 - 1, kept as their 64-bit
+    /// pattern: `18446744073709551615` (`UInt64.max`) is the key -1, like the oracleGeneral
+    /// record's `u64` id. A CSV key that is not such an integer is hashed.
+    ///
+    /// Limits, each refused with a ``TraceError`` naming the file and line:
+    /// - a text line holds at most ``maxLineLength`` bytes (1 MiB) before its line ending
+    ///   (``TraceError/lineTooLong(path:line:limit:)``): the reader stops at the first byte past it;
+    /// - the file holds at most `maxRequests` requests
+    ///   (``TraceError/tooManyRequests(path:line:limit:)``). An ARC line counts as the `count`
+    ///   requests it announces, and the reader expands the ARC ranges into keys only once the whole
+    ///   file is read and within the cap: until then a line takes 24 bytes whatever its count, so a
+    ///   small file that announces too many requests is refused before memory is taken for them;
+    /// - an ARC line names at most ``maxBlocksPerLine`` blocks, and its keys
+    ///   `start ..< start + count` stay within 64 bits: up to `Int.max` for a start written below
+    ///   2^63 or negative, up to 2^64 - 1 for a start written from 2^63
+    ///   (``TraceError/malformedLine(path:line:text:expected:)``).
+    ///
+    /// Errors quote at most ``TraceError/maxQuotedCharacters`` characters of the file.
     ///
     /// - Parameters:
     ///   - path: The file.
     ///   - format: Its format; `nil` picks one by the extension.
     ///   - keyColumn: For CSV, the column that holds the key; `nil` tries `obj_id`, `key`, `id`,
     ///     `lbn`, in that order.
+    ///   - maxRequests: The most requests to accept; ``Trace/maxRequests`` unless the caller wants
+    ///     a smaller cap.
     /// - Throws: `TraceError`, naming the file and line.
-    public static func read(path: String, format: TraceFormat? = nil, keyColumn: String? = nil) throws -> Trace {
-        try read(path: path, format: format, keyColumn: keyColumn, limit: maxRequests)
-    }
-
-    /// `read(path:format:keyColumn:)` with a limit of its own on the requests (tests use a small one).
-    static func read(path: String, format: TraceFormat?, keyColumn: String?, limit: Int) throws -> Trace {
+    public static func read(
+        path: String,
+        format: TraceFormat? = nil,
+        keyColumn: String? = nil,
+        maxRequests: Int = Trace.maxRequests
+    ) throws -> Trace {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
             throw TraceError.unreadable(path: path, reason: "no such file")
@@ -116,20 +182,37 @@ extension Trace {
         var keys: [Int] = []
         switch format {
         case .oracleGeneral:
-            try readRecords(handle, path: path, limit: limit, into: &keys)
+            try readRecords(handle, path: path, limit: maxRequests, into: &keys)
         case .lines, .arc, .csv:
-            var parser = LineParser(path: path, format: format, keyColumn: keyColumn, limit: limit)
-            try forEachLine(handle, path: path) { line, number in try parser.parse(line, number: number, into: &keys) }
+            var parser = LineParser(path: path, format: format, keyColumn: keyColumn, limit: maxRequests)
+            try forEachLine(handle, path: path, maxLength: maxLineLength) { line, number in
+                try parser.parse(line, number: number, into: &keys)
+            }
+            parser.finish(&keys)
         }
         guard !keys.isEmpty else { throw TraceError.empty(path: path) }
         return Trace(name: path, keys: keys)
     }
 
-    private static func chunks(_ handle: FileHandle, path: String, _ body: (Data) throws -> Void) throws {
+    /// `read(path:format:keyColumn:maxRequests:)` with a cap of its own on the requests (tests use
+    /// a small one).
+    static func read(path: String, format: TraceFormat?, keyColumn: String?, limit: Int) throws -> Trace {
+        try read(path: path, format: format, keyColumn: keyColumn, maxRequests: limit)
+    }
+
+    /// The size of one read.
+    static let chunkSize = 1 << 20
+
+    private static func chunks(
+        _ handle: FileHandle,
+        path: String,
+        size: Int = chunkSize,
+        _ body: (Data) throws -> Void
+    ) throws {
         while true {
             let chunk: Data?
             do {
-                chunk = try handle.read(upToCount: 1 << 20)
+                chunk = try handle.read(upToCount: size)
             } catch {
                 throw TraceError.unreadable(path: path, reason: "\(error.localizedDescription)")
             }
@@ -139,24 +222,58 @@ extension Trace {
     }
 
     /// Calls `body` with each line (without its newline) and its 1-based number.
-    private static func forEachLine(
+    ///
+    /// Each byte is scanned once, and only the unfinished line is carried from one chunk to the
+    /// next: a line longer than `maxLength` bytes (a `\r` before its `\n` not counted) throws
+    /// ``TraceError/lineTooLong(path:line:limit:)`` as soon as the bytes read pass the maximum,
+    /// so the reader holds at most one chunk and `maxLength + 1` bytes of text. Reads take
+    /// `chunkSize` bytes (tests use small ones).
+    static func forEachLine(
         _ handle: FileHandle,
         path: String,
-        _ body: (ArraySlice<UInt8>, Int) throws -> Void
+        maxLength: Int,
+        chunkSize: Int = chunkSize,
+        _ body: (UnsafeBufferPointer<UInt8>, Int) throws -> Void
     ) throws {
         var pending: [UInt8] = []
         var number = 0
-        try chunks(handle, path: path) { chunk in
+        /// Throws if `line`, a whole line without its `\n`, is too long.
+        func check(_ line: UnsafeBufferPointer<UInt8>, number: Int) throws {
+            guard line.count > maxLength else { return }
+            guard line.count == maxLength + 1 && line[maxLength] == UInt8(ascii: "\r") else {
+                throw TraceError.lineTooLong(path: path, line: number, limit: maxLength)
+            }
+        }
+        try chunks(handle, path: path, size: chunkSize) { chunk in
+            // The unfinished line carried over holds no newline: the scan starts after it.
+            var scan = pending.count
             pending.append(contentsOf: chunk)
-            var start = pending.startIndex
-            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                number += 1
-                try body(pending[start..<newline], number)
-                start = newline + 1
+            var start = 0
+            try pending.withUnsafeBufferPointer { bytes in
+                let base = bytes.baseAddress!
+                while scan < bytes.count,
+                    let found = memchr(base + scan, Int32(UInt8(ascii: "\n")), bytes.count - scan)
+                {
+                    let newline = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                    let line = UnsafeBufferPointer(start: base + start, count: newline - start)
+                    number += 1
+                    try check(line, number: number)
+                    try body(line, number)
+                    start = newline + 1
+                    scan = start
+                }
+            }
+            guard pending.count - start <= maxLength + 1 else {
+                throw TraceError.lineTooLong(path: path, line: number + 1, limit: maxLength)
             }
             pending.removeSubrange(..<start)
         }
-        if !pending.isEmpty { try body(pending[...], number + 1) }
+        if !pending.isEmpty {
+            try pending.withUnsafeBufferPointer { line in
+                try check(line, number: number + 1)
+                try body(line, number + 1)
+            }
+        }
     }
 
     private static func readRecords(_ handle: FileHandle, path: String, limit: Int, into keys: inout [Int]) throws {
@@ -188,15 +305,26 @@ extension Trace {
     }
 }
 
-/// Turns lines of a text trace into keys.
+/// Turns lines of a text trace into keys, reading fields in place: a line costs no memory beyond
+/// the keys it adds.
+///
+/// An ARC line with a `count` above 1 adds one slot holding its `start`, recorded in `deferred`;
+/// ``finish(_:)`` expands the slots into their ranges once the whole file is read. Until then the
+/// memory an ARC line takes is one slot and one record, whatever its count, and the requests it
+/// announces are counted against `limit` as they are announced.
 struct LineParser {
     let path: String
     let format: TraceFormat
     let keyColumn: String?
-    /// The most keys the trace may hold (`Trace.maxRequests`).
+    /// The most requests the trace may hold (`Trace.maxRequests`).
     let limit: Int
     /// CSV: the key's column index, known once the header is read.
     var column: Int?
+    /// The requests announced so far: the keys, once ``finish(_:)`` has expanded the ARC ranges.
+    private(set) var announced = 0
+    /// ARC lines whose range is not expanded yet: the slot in the keys holding their start, and
+    /// their count (above 1), in the order of the slots.
+    private(set) var deferred: [(slot: Int, count: Int)] = []
 
     init(path: String, format: TraceFormat, keyColumn: String?, limit: Int = Trace.maxRequests) {
         self.path = path
@@ -205,108 +333,251 @@ struct LineParser {
         self.limit = limit
     }
 
-    mutating func parse(_ raw: ArraySlice<UInt8>, number: Int, into keys: inout [Int]) throws {
-        var line = raw
-        if number == 1 && line.starts(with: [0xEF, 0xBB, 0xBF]) { line.removeFirst(3) }  // a UTF-8 byte order mark
-        while let last = line.last, last == UInt8(ascii: "\r") || last == UInt8(ascii: " ") || last == 9 {
-            line.removeLast()
+    /// The most blocks one line of an ARC trace may name: ``Trace/maxBlocksPerLine``.
+    static let maxBlocksPerRequest = Trace.maxBlocksPerLine
+
+    /// Parses one line (without its newline), numbered from 1, adding its keys to `keys`.
+    mutating func parse(_ raw: UnsafeBufferPointer<UInt8>, number: Int, into keys: inout [Int]) throws {
+        var lower = 0
+        var upper = raw.count
+        if number == 1 && upper >= 3 && raw[0] == 0xEF && raw[1] == 0xBB && raw[2] == 0xBF {
+            lower = 3  // a UTF-8 byte order mark
         }
-        while let first = line.first, first == UInt8(ascii: " ") || first == 9 { line.removeFirst() }
+        while upper > lower, raw[upper - 1] == UInt8(ascii: "\r") || Self.isBlank(raw[upper - 1]) { upper -= 1 }
+        while lower < upper, Self.isBlank(raw[lower]) { lower += 1 }
+        let line = UnsafeBufferPointer(rebasing: raw[lower..<upper])
         switch format {
         case .lines:
-            if line.isEmpty || line.elementsEqual("*".utf8) { return }
-            guard let key = Self.integer(line) else { throw malformed(line, number, expected: "one integer key") }
-            try room(for: 1, in: keys, line: number)
+            if line.isEmpty || (line.count == 1 && line[0] == UInt8(ascii: "*")) { return }
+            guard let key = Self.key(line) else { throw malformed(line, number, expected: "one integer key") }
+            try room(for: 1, line: number)
             keys.append(key)
         case .arc:
             if line.isEmpty { return }
-            let fields = line.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == 9 })
-            guard fields.count >= 2, let start = Self.integer(fields[0]), let count = Self.integer(fields[1]),
-                count >= 0
-            else { throw malformed(line, number, expected: "'start count ...' with integers") }
-            guard count <= Self.maxBlocksPerRequest else {
-                throw malformed(line, number, expected: "a count of at most \(Self.maxBlocksPerRequest) blocks")
-            }
-            let (end, overflow) = start.addingReportingOverflow(count)
-            guard !overflow else { throw malformed(line, number, expected: "start + count within 64-bit integers") }
-            try room(for: count, in: keys, line: number)
-            keys.append(contentsOf: start..<end)
+            try parseARC(line, number: number, into: &keys)
         case .csv:
-            let fields = line.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
             guard let column else {
                 if line.isEmpty { return }  // blank lines before the header
-                let names = fields.map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespaces) }
-                let wanted = keyColumn.map { [$0] } ?? ["obj_id", "key", "id", "lbn"]
-                guard let found = wanted.lazy.compactMap({ names.firstIndex(of: $0) }).first else {
-                    throw TraceError.missingColumn(
-                        path: path,
-                        line: number,
-                        column: keyColumn ?? "obj_id|key|id|lbn",
-                        header: String(decoding: line, as: UTF8.self)
-                    )
-                }
-                column = found
+                column = try headerColumn(line, number: number)
                 return
             }
             if line.isEmpty { return }
-            guard column < fields.count else {
-                throw malformed(line, number, expected: "at least \(column + 1) comma-separated fields")
-            }
-            var field = fields[column]
-            while let first = field.first, first == UInt8(ascii: " ") || first == 9 { field.removeFirst() }
-            while let last = field.last, last == UInt8(ascii: " ") || last == 9 { field.removeLast() }
-            guard !field.isEmpty else { throw malformed(line, number, expected: "a key in field \(column + 1)") }
-            try room(for: 1, in: keys, line: number)
-            keys.append(Self.integer(field) ?? Self.hash(field))
+            try parseCSV(line, column: column, number: number, into: &keys)
         case .oracleGeneral:
             preconditionFailure("binary traces are not read by lines")
         }
     }
 
-    /// The most blocks one line of an ARC trace may name: 2^20, half a GiB of 512-byte blocks,
-    /// far above any real request, and a bound on what one line can make the reader allocate.
-    static let maxBlocksPerRequest = 1 << 20
+    /// Expands the ARC ranges parsed so far into their keys, in place and back to front: `keys`
+    /// grows once, to the requests announced.
+    mutating func finish(_ keys: inout [Int]) {
+        guard !deferred.isEmpty else { return }
+        let stored = keys.count
+        keys.reserveCapacity(announced)
+        keys.append(contentsOf: repeatElement(0, count: announced - stored))
+        keys.withUnsafeMutableBufferPointer { keys in
+            // Keys below `read` are not moved yet; positions from `write` on hold their final keys.
+            var read = stored
+            var write = announced
+            for (slot, count) in deferred.reversed() {
+                // The single keys after the slot move up as a block, highest first (the regions may
+                // overlap, the destination above the source).
+                let singles = read - slot - 1
+                if write - singles != slot + 1 {
+                    var i = singles
+                    while i > 0 {
+                        i -= 1
+                        keys[write - singles + i] = keys[slot + 1 + i]
+                    }
+                }
+                write -= singles
+                let start = keys[slot]
+                write -= count
+                for i in 0..<count { keys[write + i] = start &+ i }
+                read = slot
+            }
+        }
+        deferred = []
+    }
 
-    /// Throws if `count` more keys would take the trace past `limit`.
-    private func room(for count: Int, in keys: [Int], line: Int) throws {
-        guard keys.count + count <= limit else {
+    /// An ARC line, `start count ...` separated by spaces or tabs; fields after the second are
+    /// not read.
+    private mutating func parseARC(_ line: UnsafeBufferPointer<UInt8>, number: Int, into keys: inout [Int]) throws {
+        var position = 0
+        func nextField() -> UnsafeBufferPointer<UInt8>? {
+            while position < line.count && Self.isBlank(line[position]) { position += 1 }
+            let start = position
+            while position < line.count && !Self.isBlank(line[position]) { position += 1 }
+            return start < position ? UnsafeBufferPointer(rebasing: line[start..<position]) : nil
+        }
+        guard let startField = nextField(), let countField = nextField(), let start = Self.key(startField),
+            let count = Self.integer(countField), count >= 0
+        else { throw malformed(line, number, expected: "'start count ...' with integers") }
+        guard count <= Self.maxBlocksPerRequest else {
+            throw malformed(line, number, expected: "a count of at most \(Self.maxBlocksPerRequest) blocks")
+        }
+        if count == 0 { return }
+        // A start written from 2^63 is unsigned: its range ends at 2^64 - 1, the key -1. Any other
+        // ends at Int.max.
+        let unsigned = start < 0 && startField[0] != UInt8(ascii: "-")
+        let (last, overflow) = start.addingReportingOverflow(count - 1)
+        guard !overflow && (!unsigned || last < 0) else {
+            throw malformed(line, number, expected: "start + count within 64-bit integers")
+        }
+        try room(for: count, line: number)
+        if count > 1 { deferred.append((keys.count, count)) }
+        keys.append(start)
+    }
+
+    /// The index of the key column in the CSV header `line`: the first field named `keyColumn`,
+    /// or else the first named `obj_id`, then `key`, `id`, `lbn`. Fields are compared trimmed of
+    /// whitespace, as `String`s: ASCII byte by byte, anything else decoded, so that Unicode
+    /// whitespace and canonical equivalence count as `String` comparison has them.
+    private func headerColumn(_ line: UnsafeBufferPointer<UInt8>, number: Int) throws -> Int {
+        let names = keyColumn.map { [$0] } ?? ["obj_id", "key", "id", "lbn"]
+        // Each name's bytes, when it is ASCII.
+        let ascii: [[UInt8]?] = names.map { name in name.utf8.allSatisfy { $0 < 0x80 } ? Array(name.utf8) : nil }
+        var best: (rank: Int, index: Int)?
+        var index = 0
+        var fieldStart = 0
+        for position in 0...line.count where position == line.count || line[position] == UInt8(ascii: ",") {
+            var lower = fieldStart
+            var upper = position
+            while lower < upper && Self.isBlank(line[lower]) { lower += 1 }
+            while upper > lower && Self.isBlank(line[upper - 1]) { upper -= 1 }
+            let field = UnsafeBufferPointer(rebasing: line[lower..<upper])
+            var fieldIsASCII = true
+            for byte in field where byte >= 0x80 {
+                fieldIsASCII = false
+                break
+            }
+            var decoded: String?
+            for rank in 0..<(best?.rank ?? names.count) {
+                let equal: Bool
+                if fieldIsASCII, let bytes = ascii[rank] {
+                    equal =
+                        bytes.count == field.count
+                        && (field.isEmpty
+                            || bytes.withUnsafeBufferPointer {
+                                memcmp($0.baseAddress!, field.baseAddress!, field.count) == 0
+                            })
+                } else {
+                    if decoded == nil {
+                        decoded = String(
+                            decoding: UnsafeBufferPointer(rebasing: line[fieldStart..<position]),
+                            as: UTF8.self
+                        )
+                        .trimmingCharacters(in: .whitespaces)
+                    }
+                    equal = decoded == names[rank]
+                }
+                if equal {
+                    best = (rank, index)
+                    break
+                }
+            }
+            if best?.rank == 0 { break }
+            index += 1
+            fieldStart = position + 1
+        }
+        guard let best else {
+            throw TraceError.missingColumn(
+                path: path,
+                line: number,
+                column: TraceError.quote(keyColumn ?? "obj_id|key|id|lbn"),
+                header: TraceError.quote(line)
+            )
+        }
+        return best.index
+    }
+
+    /// A CSV record: the key is field `column` (0-based), trimmed of spaces and tabs.
+    private mutating func parseCSV(
+        _ line: UnsafeBufferPointer<UInt8>,
+        column: Int,
+        number: Int,
+        into keys: inout [Int]
+    ) throws {
+        var lower = 0
+        var commas = 0
+        while commas < column {
+            guard lower < line.count,
+                let found = memchr(line.baseAddress! + lower, Int32(UInt8(ascii: ",")), line.count - lower)
+            else { throw malformed(line, number, expected: "at least \(column + 1) comma-separated fields") }
+            lower = line.baseAddress!.distance(to: found.assumingMemoryBound(to: UInt8.self)) + 1
+            commas += 1
+        }
+        var upper = lower
+        while upper < line.count && line[upper] != UInt8(ascii: ",") { upper += 1 }
+        while lower < upper && Self.isBlank(line[lower]) { lower += 1 }
+        while upper > lower && Self.isBlank(line[upper - 1]) { upper -= 1 }
+        guard lower < upper else { throw malformed(line, number, expected: "a key in field \(column + 1)") }
+        let field = UnsafeBufferPointer(rebasing: line[lower..<upper])
+        try room(for: 1, line: number)
+        keys.append(Self.key(field) ?? Self.hash(field))
+    }
+
+    /// Counts `count` more requests; throws if they take the trace past `limit`.
+    private mutating func room(for count: Int, line: Int) throws {
+        guard count <= limit - announced else {
             throw TraceError.tooManyRequests(path: path, line: line, limit: limit)
         }
+        announced += count
     }
 
-    private func malformed(_ line: ArraySlice<UInt8>, _ number: Int, expected: String) -> TraceError {
-        .malformedLine(
-            path: path,
-            line: number,
-            text: String(decoding: line.prefix(80), as: UTF8.self),
-            expected: expected
-        )
+    private func malformed(_ line: UnsafeBufferPointer<UInt8>, _ number: Int, expected: String) -> TraceError {
+        .malformedLine(path: path, line: number, text: TraceError.quote(line), expected: expected)
     }
 
-    /// A decimal integer with an optional sign, or `nil`.
-    static func integer(_ bytes: ArraySlice<UInt8>) -> Int? {
-        var value = 0
-        var negative = false
-        var digits = bytes[...]
-        if let first = digits.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
-            negative = first == UInt8(ascii: "-")
-            digits.removeFirst()
+    private static func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == 9 }
+
+    /// A decimal integer from -2^63 to 2^64 - 1 with an optional sign, as its 64-bit pattern, or
+    /// `nil`.
+    static func key(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let (magnitude, negative) = magnitude(bytes) else { return nil }
+        if negative {
+            guard magnitude <= UInt64(Int.max) + 1 else { return nil }
+            return Int(truncatingIfNeeded: 0 &- magnitude)
         }
-        guard !digits.isEmpty else { return nil }
-        // Accumulated negatively, which reaches Int.min (its magnitude is one more than Int.max's).
-        for byte in digits {
-            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
+        return Int(truncatingIfNeeded: magnitude)
+    }
+
+    /// A decimal integer from -2^63 to 2^63 - 1 with an optional sign, or `nil`.
+    static func integer(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let (magnitude, negative) = magnitude(bytes) else { return nil }
+        if negative {
+            guard magnitude <= UInt64(Int.max) + 1 else { return nil }
+            return Int(truncatingIfNeeded: 0 &- magnitude)
+        }
+        guard magnitude <= UInt64(Int.max) else { return nil }
+        return Int(magnitude)
+    }
+
+    /// The digits of a decimal integer, an optional sign before them, as a magnitude below 2^64
+    /// and whether the sign is `-`.
+    private static func magnitude(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt64, negative: Bool)? {
+        var position = 0
+        var negative = false
+        if let first = bytes.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
+            negative = first == UInt8(ascii: "-")
+            position = 1
+        }
+        guard position < bytes.count else { return nil }
+        var value: UInt64 = 0
+        while position < bytes.count {
+            let digit = bytes[position] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
             let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, o2) = times10.subtractingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+            let (sum, o2) = times10.addingReportingOverflow(UInt64(digit))
             guard !o1 && !o2 else { return nil }
             value = sum
+            position += 1
         }
-        if negative { return value }
-        return value == .min ? nil : -value
+        return (value, negative)
     }
 
     /// FNV-1a of a non-numeric key: stable across runs, so results are repeatable.
-    static func hash(_ bytes: ArraySlice<UInt8>) -> Int {
+    static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             h ^= UInt64(byte)
