@@ -11,7 +11,11 @@ let package = Package(
         .executableTarget(
             name: "PersistenceFuzzer",
             dependencies: [.product(name: "CacheKit", package: "CacheKit")]
-        )
+        ),
+        .executableTarget(
+            name: "TraceFuzzer",
+            dependencies: [.product(name: "CacheKitSimulator", package: "CacheKit")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

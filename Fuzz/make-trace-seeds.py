@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Writes seed inputs for TraceFuzzer into the folder given (default: corpus/).
+"""Writes seed inputs for TraceFuzzer into the folder given (default: corpus/trace).
 
 Each seed is a format byte (0 one key per line, 1 ARC .lis, 2 CSV, 3 oracleGeneral .bin) followed
-by a small valid file of that format. With ../../shared/traces beside the checkout, the first
+by a small valid file of that format. With ../../shared/traces beside the checkout (two levels above this folder), the first
 4 KiB of each real trace is a seed too (cut at a line's end, or a record's for .bin)."""
 import os, struct, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-folder = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "corpus")
+folder = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "corpus", "trace")
 os.makedirs(folder, exist_ok=True)
 
 LINES, ARC, CSV, BIN = 0, 1, 2, 3
