@@ -110,9 +110,9 @@ extension MemoizedFunction {
     /// `call(arguments:_:)` on a storage.
     func storedCall<Failure: Error>(
         forKey key: MemoKey,
+        in backing: _MemoStorageBacking,
         _ compute: () throws(Failure) -> Output
     ) throws(Failure) -> Output {
-        guard let backing else { preconditionFailure("a function without storage has a cache") }
         if let hit = freshValue(forKey: key, in: backing) {
             counters.recordHit(saving: hit.value.computeTime)
             return hit.result
@@ -137,9 +137,9 @@ extension MemoizedFunction {
     /// callers that miss while it runs.
     func storedCall(
         forKey key: MemoKey,
+        in backing: _MemoStorageBacking,
         _ compute: @escaping @Sendable () async throws -> Output
     ) async throws -> Output {
-        guard let backing else { preconditionFailure("a function without storage has a cache") }
         let chain = _LoadChain.links
         let identity = ObjectIdentifier(self)
         if let hit = freshValue(forKey: key, in: backing) {

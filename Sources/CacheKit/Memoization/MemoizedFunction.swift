@@ -1,5 +1,5 @@
-// Memoization/: caching a function's results (MemoizedFunction, MemoStorage, the switches). Built
-// on Cache's public API and loading; adds no eviction or expiry rule of its own.
+// Memoization/: caching a function's results (MemoizedFunction, MemoStorage, the switches). Stores
+// through a Cache's own store and load paths (_StateHost); adds no eviction or expiry rule.
 
 import Synchronization
 
@@ -118,24 +118,36 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     /// have different identities.
     public let id: String
     /// The cache the results are stored in; `nil` for a function created with `storage:`.
-    public let cache: MemoCache?
+    public var cache: MemoCache? {
+        guard case .cache(let cache, _) = backend else { return nil }
+        return cache
+    }
     /// The storage of your own the results are stored in (see ``MemoStorage``); `nil` for a
     /// function whose results are in a ``cache``.
-    public var storage: (any MemoStorage)? { backing?.storage }
-    /// What a function on a ``MemoStorage`` keeps beside it.
-    let backing: _MemoStorageBacking?
+    public var storage: (any MemoStorage)? {
+        guard case .storage(let backing) = backend else { return nil }
+        return backing.storage
+    }
+    /// Where the results are stored.
+    let backend: Backend
+
+    /// Where a memoized function stores its results: a cache (its own, which it may empty, or a
+    /// shared one), or a storage of your own with what the function keeps beside it.
+    enum Backend: Sendable {
+        case cache(MemoCache, owned: Bool)
+        case storage(_MemoStorageBacking)
+    }
     /// How long a result stays after it was computed (ClearCache's "older than" expiration
     /// policy); `nil` keeps it until the cache's own expiration or eviction removes it.
     public let expiresAfter: Duration?
     /// ClearCache's custom expiration policy: asked on every hit whether the stored result has
     /// expired, with the result and its age (see the initializers).
     let expiresWhen: (@Sendable (Output, Duration) -> Bool)?
-    private let ownsCache: Bool
     let insertionPolicy: (@Sendable (Output) -> Bool)?
     let cost: (@Sendable (Output) -> Int)?
     private let enabled: Atomic<Bool>
     let counters = _MemoCounters()
-    private let triggers = _Triggers()
+    let triggers = _Triggers()
     /// Incremented by ``expireAll()`` before it removes anything: a synchronous call that saw
     /// another value when it started stores nothing.
     let epoch = Atomic<UInt64>(0)
@@ -189,8 +201,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         )
         self.init(
             id,
-            cache: cache,
-            ownsCache: true,
+            backend: .cache(cache, owned: true),
             expiresAfter: expiresAfter,
             expiresWhen: expiresWhen,
             insertionPolicy: insertionPolicy,
@@ -215,8 +226,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     ) {
         self.init(
             id,
-            cache: cache,
-            ownsCache: false,
+            backend: .cache(cache, owned: false),
             expiresAfter: expiresAfter,
             expiresWhen: expiresWhen,
             insertionPolicy: insertionPolicy,
@@ -258,9 +268,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     ) {
         self.init(
             id,
-            cache: nil,
-            backing: _MemoStorageBacking(storage: storage, clock: clock),
-            ownsCache: false,
+            backend: .storage(_MemoStorageBacking(storage: storage, clock: clock)),
             expiresAfter: expiresAfter,
             expiresWhen: expiresWhen,
             insertionPolicy: insertionPolicy,
@@ -271,9 +279,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
 
     private init(
         _ id: String,
-        cache: MemoCache?,
-        backing: _MemoStorageBacking? = nil,
-        ownsCache: Bool,
+        backend: Backend,
         expiresAfter: Duration?,
         expiresWhen: (@Sendable (Output, Duration) -> Bool)?,
         insertionPolicy: (@Sendable (Output) -> Bool)?,
@@ -284,9 +290,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))")
         }
         self.id = id
-        self.cache = cache
-        self.backing = backing
-        self.ownsCache = ownsCache
+        self.backend = backend
         self.expiresAfter = expiresAfter
         self.expiresWhen = expiresWhen
         self.insertionPolicy = insertionPolicy
@@ -333,7 +337,11 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             return try compute()
         }
         let key = MemoKey(function: id, arguments: arguments)
-        guard let cache else { return try storedCall(forKey: key, compute) }
+        let cache: MemoCache
+        switch backend {
+        case .storage(let backing): return try storedCall(forKey: key, in: backing, compute)
+        case .cache(let memoCache, _): cache = memoCache
+        }
         if expiresWhen != nil { removeRejected(forKey: key, in: cache) }
         if let hit = cache.value(forKey: key) {
             counters.recordHit(saving: hit.computeTime)
@@ -400,7 +408,11 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             return try await compute()
         }
         let key = MemoKey(function: id, arguments: arguments)
-        guard let cache else { return try await storedCall(forKey: key, compute) }
+        let cache: MemoCache
+        switch backend {
+        case .storage(let backing): return try await storedCall(forKey: key, in: backing, compute)
+        case .cache(let memoCache, _): cache = memoCache
+        }
         let counters = self.counters
         let cost = self.cost
         let costOfValue: @Sendable (MemoValue) -> Int = { value in
@@ -506,51 +518,4 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
         }
         return output
     }
-
-    // MARK: Expiration
-
-    /// Removes every result this function stored (reason ``RemovalReason/expired``; on a
-    /// ``MemoStorage``, through ``MemoStorage/removeMemoizedValues(where:)``, with whatever
-    /// reason the storage reports, ``RemovalReason/removed`` for a ``SharedCache``); calls
-    /// running now return their results but store nothing. Other functions' results in a shared cache
-    /// stay. (A function created with a cache of its own empties that cache: do not hand it to
-    /// other functions; create a ``MemoCache`` to share instead.)
-    ///
-    /// - Complexity: O(1) plus the removal handler for a cache of its own; O(n) in the shared
-    ///   cache's entries otherwise.
-    public func expireAll() {
-        epoch.add(1, ordering: .sequentiallyConsistent)
-        let id = self.id
-        if let backing {
-            backing.detachAll()
-            backing.storage.removeMemoizedValues(where: { $0.function == id })
-        } else if let cache {
-            if ownsCache {
-                cache.expireAll()
-            } else {
-                cache._removeValues(where: { $0.function == id }, reason: .expired)
-            }
-        }
-    }
-
-    /// Calls ``expireAll()`` each time `events` yields, until the sequence ends or throws, the
-    /// returned trigger is cancelled, or this function is deinitialized (ClearCache's expiration
-    /// trigger). See ``ExpirationTrigger``.
-    @discardableResult
-    public func expireAll<Events: AsyncSequence & Sendable>(whenever events: Events) -> ExpirationTrigger {
-        triggers.expire(self, whenever: events) { $0.expireAll() }
-    }
-
-    #if canImport(Foundation)
-    /// Calls ``expireAll()`` each time `center` posts `name` (from `object`, or anyone when `nil`),
-    /// until the returned trigger is cancelled or this function is deinitialized.
-    @discardableResult
-    public func expireAll(
-        on name: Notification.Name,
-        object: Any? = nil,
-        center: NotificationCenter = .default
-    ) -> ExpirationTrigger {
-        triggers.expire(self, on: name, object: object, center: center) { $0.expireAll() }
-    }
-    #endif
 }
