@@ -41,7 +41,22 @@ protocol _EvictionPolicy {
     func _checkInvariants(count: Int)
 }
 
+// What a policy without per-slot metadata, ghosts, a capacity-dependent structure or memory of
+// its own does: nothing. Each policy implements only what it needs.
 extension _EvictionPolicy {
+    @inlinable
+    mutating func reserve(slotCapacity: Int, used: Int) {}
+
+    @inlinable
+    mutating func setCapacity(_ capacity: Int) {}
+
+    @inlinable
+    @inline(__always)
+    mutating func willInsert(hash: UInt32) {}
+
+    @inlinable
+    func deallocate() {}
+
     /// Policies whose only state is their lists: the engine's checks walk those already.
     @usableFromInline
     func _checkInvariants(count: Int) {}

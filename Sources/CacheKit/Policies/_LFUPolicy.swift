@@ -41,13 +41,6 @@ struct _LFUPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func setCapacity(_ capacity: Int) {}
-
-    @inlinable
-    @inline(__always)
-    mutating func willInsert(hash: UInt32) {}
-
-    @inlinable
     mutating func reserve(slotCapacity: Int, used: Int) {
         slotBucket = _SlotMemory.resized(slotBucket, used: used, to: slotCapacity).unsafelyUnwrapped
     }

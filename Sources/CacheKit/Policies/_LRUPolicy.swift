@@ -7,16 +7,6 @@ struct _LRUPolicy: _EvictionPolicy {
     init() {}
 
     @inlinable
-    mutating func setCapacity(_ capacity: Int) {}
-
-    @inlinable
-    @inline(__always)
-    mutating func willInsert(hash: UInt32) {}
-
-    @inlinable
-    mutating func reserve(slotCapacity: Int, used: Int) {}
-
-    @inlinable
     @inline(__always)
     mutating func didInsert(_ slot: Int32, links: _SlotLinks) { links.pushBack(slot, &list) }
 
@@ -47,6 +37,4 @@ struct _LRUPolicy: _EvictionPolicy {
     @inline(__always)
     func victim(after slot: Int32, links: _SlotLinks) -> Int32 { links.next(slot) }
 
-    @inlinable
-    func deallocate() {}
 }

@@ -24,13 +24,6 @@ struct _SIEVEPolicy: _EvictionPolicy {
     }
 
     @inlinable
-    mutating func setCapacity(_ capacity: Int) {}
-
-    @inlinable
-    @inline(__always)
-    mutating func willInsert(hash: UInt32) {}
-
-    @inlinable
     mutating func reserve(slotCapacity: Int, used: Int) {
         visited = _SlotMemory.resized(visited, used: used, to: slotCapacity).unsafelyUnwrapped
     }
