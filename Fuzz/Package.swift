@@ -8,13 +8,15 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "CacheKit", path: "..")],
     targets: [
+        // The entry point both fuzzers hand to libFuzzer's driver.
+        .target(name: "FuzzDriver"),
         .executableTarget(
             name: "PersistenceFuzzer",
-            dependencies: [.product(name: "CacheKit", package: "CacheKit")]
+            dependencies: ["FuzzDriver", .product(name: "CacheKit", package: "CacheKit")]
         ),
         .executableTarget(
             name: "TraceFuzzer",
-            dependencies: [.product(name: "CacheKitSimulator", package: "CacheKit")]
+            dependencies: ["FuzzDriver", .product(name: "CacheKitSimulator", package: "CacheKit")]
         ),
     ],
     swiftLanguageModes: [.v6]

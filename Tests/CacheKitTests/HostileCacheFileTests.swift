@@ -241,40 +241,34 @@ struct HostileCacheFileTests {
         return (url, try [UInt8](Data(contentsOf: url)))
     }
 
-    @Test("a flipped bit in the identifier length is reported as that field, not as a truncation")
-    func flippedIdentifierLength() throws {
+    /// Writes a valid file with `damage` done to its bytes and expects its load to report a
+    /// corrupted field at `offset` whose reason contains `reason`.
+    func expectCorruptedField(at offset: Int, saying reason: String, after damage: (inout [UInt8]) -> Void) throws {
         let directory = try Directory()
         var (url, bytes) = try validFile(in: directory)
-        bytes[10] ^= 0x40
+        damage(&bytes)
         try Data(bytes).write(to: url)
         do {
             try CachePersistence(cache: Cache<String, Tree>(), fileURL: url).load()
             Issue.record("the load succeeded")
         } catch {
-            guard case .corrupted(_, 10, let reason) = error else {
-                Issue.record("expected .corrupted at offset 10, got \(error)")
+            guard case .corrupted(_, offset, let said) = error else {
+                Issue.record("expected .corrupted at offset \(offset), got \(error)")
                 return
             }
-            #expect(reason.contains("serializer identifier length field is 68"), "\(reason)")
+            #expect(said.contains(reason), "\(said)")
         }
+    }
+
+    @Test("a flipped bit in the identifier length is reported as that field, not as a truncation")
+    func flippedIdentifierLength() throws {
+        try expectCorruptedField(at: 10, saying: "serializer identifier length field is 68") { $0[10] ^= 0x40 }
     }
 
     @Test("a payload length no file can hold is reported as a corrupted length field")
     func impossiblePayloadLength() throws {
-        let directory = try Directory()
-        var (url, bytes) = try validFile(in: directory)
-        bytes[11 + 4 + 6] = 0x65  // the payload length's seventh byte: about 2^54
-        try Data(bytes).write(to: url)
-        do {
-            try CachePersistence(cache: Cache<String, Tree>(), fileURL: url).load()
-            Issue.record("the load succeeded")
-        } catch {
-            guard case .corrupted(_, 15, let reason) = error else {
-                Issue.record("expected .corrupted at offset 15, got \(error)")
-                return
-            }
-            #expect(reason.contains("payload length field"), "\(reason)")
-        }
+        // The payload length's seventh byte: about 2^54.
+        try expectCorruptedField(at: 15, saying: "payload length field") { $0[11 + 4 + 6] = 0x65 }
     }
 
     @Test("200 MB after a valid payload are reported from the file's size, without reading them")

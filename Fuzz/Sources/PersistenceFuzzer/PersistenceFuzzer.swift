@@ -1,5 +1,6 @@
 import CacheKit
 import Foundation
+import FuzzDriver
 
 /// A value that nests as deep as its payload says, so that the fuzzer can reach the decoders'
 /// recursion.
@@ -47,18 +48,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-/// The executable's entry point, which SwiftPM names after the module: hands the command line
-/// to libFuzzer's driver.
+/// The executable's entry point, which SwiftPM names after the module.
 @_cdecl("PersistenceFuzzer_main")
 func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return runFuzzerDriver(&count, &arguments) { fuzz($0, $1) }
+    runFuzzer(argc, argv) { fuzz($0, $1) }
 }

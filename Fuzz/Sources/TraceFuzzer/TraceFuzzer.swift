@@ -1,5 +1,6 @@
 import CacheKitSimulator
 import Foundation
+import FuzzDriver
 
 /// The file extension each value of an input's first byte selects (modulo 4).
 let extensions = ["trace", "lis", "csv", "bin"]
@@ -64,18 +65,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-/// The executable's entry point, which SwiftPM names after the module: hands the command line
-/// to libFuzzer's driver.
+/// The executable's entry point, which SwiftPM names after the module.
 @_cdecl("TraceFuzzer_main")
 func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return runFuzzerDriver(&count, &arguments) { fuzz($0, $1) }
+    runFuzzer(argc, argv) { fuzz($0, $1) }
 }

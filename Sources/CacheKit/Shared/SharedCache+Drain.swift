@@ -1,14 +1,6 @@
 import Dispatch
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 // How a `SharedCache` writes: writes are queued, and drains, holding the lock exclusively, apply
 // them in issue order through the engine and hand their removals to the outbox before unlocking.
 

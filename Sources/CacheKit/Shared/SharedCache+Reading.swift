@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)

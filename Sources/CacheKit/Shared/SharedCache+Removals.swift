@@ -1,6 +1,3 @@
-import Dispatch
-import Synchronization
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
