@@ -123,13 +123,13 @@ struct AdaptivePolicyTests {
         _ = Self.hits(Array(0..<60) + Array(0..<60) + Array(1_000..<1_100) + Array(1_000..<1_050), arc)
         let raised = arc._withState { state -> Double? in
             guard case .arc(let policy) = state.core.policy else { return nil }
-            return policy.target
+            return policy.state.pointee.target
         }
         #expect(raised.map { $0 > 10 } == true, "the workload must raise the target: \(String(describing: raised))")
         arc.countLimit = 10
         let target = arc._withState { state -> Double? in
             guard case .arc(let policy) = state.core.policy else { return nil }
-            return policy.target
+            return policy.state.pointee.target
         }
         #expect(target.map { $0 <= 10 } == true, "\(String(describing: target))")
         arc._checkInvariants()

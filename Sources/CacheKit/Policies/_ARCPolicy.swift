@@ -14,175 +14,153 @@
 /// from, least recent first, then the other list.
 @usableFromInline
 struct _ARCPolicy: _EvictionPolicy {
-    @usableFromInline
-    struct State {
-        @usableFromInline var t1 = _ListHead()
-        @usableFromInline var t2 = _ListHead()
-        @usableFromInline var t1Count = 0
-        @usableFromInline var t2Count = 0
-        /// Ghost list 0 is B1, list 1 is B2.
-        @usableFromInline var ghosts = _GhostLists()
-        /// The target size of T1.
-        @usableFromInline var p: Double = 0
-        /// Per slot: 1 if in T2.
-        @usableFromInline var inT2: UnsafeMutablePointer<UInt8>
-        @usableFromInline var capacity = 0
-        /// The ghost list (0: B1, 1: B2) that held the key announced by `willInsert`, or -1.
-        @usableFromInline var incomingGhostList = -1
-
-        @inlinable
-        init(slotCapacity: Int) {
-            inT2 = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
-        }
-    }
-
-    @usableFromInline let state: UnsafeMutablePointer<State>
+    @usableFromInline var t1 = _ListHead()
+    @usableFromInline var t2 = _ListHead()
+    @usableFromInline var t1Count = 0
+    @usableFromInline var t2Count = 0
+    /// Ghost list 0 is B1, list 1 is B2.
+    @usableFromInline var ghosts = _GhostLists()
+    /// The target size of T1.
+    @usableFromInline var p: Double = 0
+    /// Per slot: 1 if in T2.
+    @usableFromInline var inT2: UnsafeMutablePointer<UInt8>
+    @usableFromInline var capacity = 0
+    /// The ghost list (0: B1, 1: B2) that held the key announced by `willInsert`, or -1.
+    @usableFromInline var incomingGhostList = -1
 
     @inlinable
     init(slotCapacity: Int) {
-        state = .allocate(capacity: 1)
-        state.initialize(to: State(slotCapacity: slotCapacity))
+        inT2 = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
     }
 
     @inlinable
     func deallocate() {
-        _SlotMemory.deallocate(state.pointee.inT2)
-        state.pointee.ghosts.deallocate()
-        state.deinitialize(count: 1)
-        state.deallocate()
+        _SlotMemory.deallocate(inT2)
+        ghosts.deallocate()
     }
 
     @inlinable
-    func reserve(slotCapacity: Int, used: Int) {
-        state.pointee.inT2 = _SlotMemory.resized(state.pointee.inT2, used: used, to: slotCapacity).unsafelyUnwrapped
+    mutating func reserve(slotCapacity: Int, used: Int) {
+        inT2 = _SlotMemory.resized(inT2, used: used, to: slotCapacity).unsafelyUnwrapped
     }
 
     @inlinable
-    func setCapacity(_ capacity: Int) {
-        state.pointee.capacity = capacity
+    mutating func setCapacity(_ capacity: Int) {
+        self.capacity = capacity
         // The target size of T1 stays within 0...c (ARC's invariant) when c shrinks.
-        if capacity > 0 { state.pointee.p = Swift.min(state.pointee.p, Double(capacity)) }
+        if capacity > 0 { p = Swift.min(p, Double(capacity)) }
     }
 
     @inlinable
-    var c: Int {
-        let s = state.pointee
-        return s.capacity > 0 ? s.capacity : s.t1Count + s.t2Count
-    }
+    var c: Int { capacity > 0 ? capacity : t1Count + t2Count }
 
     /// The adaptive target size of T1 (for tests).
     @inlinable
-    var target: Double { state.pointee.p }
+    var target: Double { p }
 
     /// Whether the entry in `slot` is in T2 (for tests).
     @inlinable
-    func isInT2(_ slot: Int32) -> Bool { state.pointee.inT2[Int(slot)] != 0 }
+    func isInT2(_ slot: Int32) -> Bool { inT2[Int(slot)] != 0 }
 
     @inlinable
-    func willInsert(hash: UInt32) {
-        let s = state
-        let node = s.pointee.ghosts.find(hash)
+    mutating func willInsert(hash: UInt32) {
+        let node = ghosts.find(hash)
         guard node != -1 else {
-            s.pointee.incomingGhostList = -1
+            incomingGhostList = -1
             return
         }
-        let list = s.pointee.ghosts.list(of: node)
-        let b1 = Double(s.pointee.ghosts.count(0))
-        let b2 = Double(s.pointee.ghosts.count(1))
+        let list = ghosts.list(of: node)
+        let b1 = Double(ghosts.count(0))
+        let b2 = Double(ghosts.count(1))
         if list == 0 {
-            s.pointee.p = Swift.min(Double(c), s.pointee.p + Swift.max(b2 / b1, 1))
+            p = Swift.min(Double(c), p + Swift.max(b2 / b1, 1))
         } else {
-            s.pointee.p = Swift.max(0, s.pointee.p - Swift.max(b1 / b2, 1))
+            p = Swift.max(0, p - Swift.max(b1 / b2, 1))
         }
-        s.pointee.incomingGhostList = list
-        s.pointee.ghosts.remove(node)
+        incomingGhostList = list
+        ghosts.remove(node)
     }
 
     @inlinable
-    func didInsert(_ slot: Int32, links: _SlotLinks) {
-        let s = state
-        if s.pointee.incomingGhostList != -1 {
-            s.pointee.inT2[Int(slot)] = 1
-            links.pushBack(slot, &s.pointee.t2)
-            s.pointee.t2Count += 1
+    mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
+        if incomingGhostList != -1 {
+            inT2[Int(slot)] = 1
+            links.pushBack(slot, &t2)
+            t2Count += 1
         } else {
-            s.pointee.inT2[Int(slot)] = 0
-            links.pushBack(slot, &s.pointee.t1)
-            s.pointee.t1Count += 1
+            inT2[Int(slot)] = 0
+            links.pushBack(slot, &t1)
+            t1Count += 1
         }
-        s.pointee.incomingGhostList = -1
+        incomingGhostList = -1
         let c = self.c
-        while s.pointee.t1Count + s.pointee.ghosts.count(0) > c && s.pointee.ghosts.count(0) > 0 {
-            s.pointee.ghosts.removeOldest(0)
+        while t1Count + ghosts.count(0) > c && ghosts.count(0) > 0 {
+            ghosts.removeOldest(0)
         }
-        while s.pointee.t1Count + s.pointee.t2Count + s.pointee.ghosts.count(0) + s.pointee.ghosts.count(1) > 2 * c
-            && s.pointee.ghosts.count(1) > 0
+        while t1Count + t2Count + ghosts.count(0) + ghosts.count(1) > 2 * c
+            && ghosts.count(1) > 0
         {
-            s.pointee.ghosts.removeOldest(1)
+            ghosts.removeOldest(1)
         }
     }
 
     @inlinable
-    func didAccess(_ slot: Int32, links: _SlotLinks) {
-        let s = state
-        if s.pointee.inT2[Int(slot)] != 0 {
-            links.moveToBack(slot, &s.pointee.t2)
+    mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
+        if inT2[Int(slot)] != 0 {
+            links.moveToBack(slot, &t2)
         } else {
-            links.unlink(slot, &s.pointee.t1)
-            s.pointee.t1Count -= 1
-            s.pointee.inT2[Int(slot)] = 1
-            links.pushBack(slot, &s.pointee.t2)
-            s.pointee.t2Count += 1
+            links.unlink(slot, &t1)
+            t1Count -= 1
+            inT2[Int(slot)] = 1
+            links.pushBack(slot, &t2)
+            t2Count += 1
         }
     }
 
     @inlinable
-    func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
+    mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
 
     @inlinable
-    func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
-        let s = state
+    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
         let list: Int
-        if s.pointee.inT2[Int(slot)] != 0 {
-            links.unlink(slot, &s.pointee.t2)
-            s.pointee.t2Count -= 1
+        if inT2[Int(slot)] != 0 {
+            links.unlink(slot, &t2)
+            t2Count -= 1
             list = 1
         } else {
-            links.unlink(slot, &s.pointee.t1)
-            s.pointee.t1Count -= 1
+            links.unlink(slot, &t1)
+            t1Count -= 1
             list = 0
         }
-        if evicted { s.pointee.ghosts.append(links.hash(slot), to: list) }
+        if evicted { ghosts.append(links.hash(slot), to: list) }
     }
 
     @inlinable
-    func removeAll() {
-        let s = state
-        s.pointee.t1 = _ListHead()
-        s.pointee.t2 = _ListHead()
-        s.pointee.t1Count = 0
-        s.pointee.t2Count = 0
-        s.pointee.ghosts.removeAll()
-        s.pointee.p = 0
-        s.pointee.incomingGhostList = -1
+    mutating func removeAll() {
+        t1 = _ListHead()
+        t2 = _ListHead()
+        t1Count = 0
+        t2Count = 0
+        ghosts.removeAll()
+        p = 0
+        incomingGhostList = -1
     }
 
     /// Whether the next victim comes from T1 (the paper's REPLACE).
     @inlinable
     var evictsFromT1: Bool {
-        let s = state.pointee
-        guard s.t1Count > 0 else { return false }
-        if s.t2Count == 0 { return true }
-        let t1 = Double(s.t1Count)
-        return t1 > s.p || (s.incomingGhostList == 1 && t1 == s.p)
+        guard t1Count > 0 else { return false }
+        if t2Count == 0 { return true }
+        let t1 = Double(t1Count)
+        return t1 > p || (incomingGhostList == 1 && t1 == p)
     }
 
     @inlinable
-    func nextVictim(links: _SlotLinks) -> Int32 { firstVictim(links: links) }
+    mutating func nextVictim(links: _SlotLinks) -> Int32 { firstVictim(links: links) }
 
     @inlinable
     func firstVictim(links: _SlotLinks) -> Int32 {
-        evictsFromT1 ? state.pointee.t1.head : state.pointee.t2.head
+        evictsFromT1 ? t1.head : t2.head
     }
 
     @inlinable
@@ -191,8 +169,8 @@ struct _ARCPolicy: _EvictionPolicy {
         if next != -1 { return next }
         let t1First = evictsFromT1
         let inT2 = isInT2(slot)
-        if t1First && !inT2 { return state.pointee.t2.head }
-        if !t1First && inT2 { return state.pointee.t1.head }
+        if t1First && !inT2 { return t2.head }
+        if !t1First && inT2 { return t1.head }
         return -1
     }
 }

@@ -1,7 +1,7 @@
 /// The policy a cache was configured with, dispatched by a `switch` that the optimizer folds.
 ///
-/// Every payload is one pointer to the policy's state (S3-FIFO, ARC and W-TinyLFU keep theirs
-/// behind one; the others are boxed in `_PolicyBox`), and every method is nonmutating, so a call
+/// Every payload is one pointer to the policy's state (`_PolicyBox`; W-TinyLFU keeps its own,
+/// which it also indexes its three queues through), and every method is nonmutating, so a call
 /// never takes the payload out and writes it back with its tag. That write-back cost about 15
 /// instructions per call (S3-FIFO makes four calls per miss).
 @usableFromInline
@@ -10,8 +10,8 @@ enum _AnyPolicy: _EvictionPolicy {
     case fifo(_PolicyBox<_FIFOPolicy>)
     case lfu(_PolicyBox<_LFUPolicy>)
     case sieve(_PolicyBox<_SIEVEPolicy>)
-    case s3fifo(_S3FIFOPolicy)
-    case arc(_ARCPolicy)
+    case s3fifo(_PolicyBox<_S3FIFOPolicy>)
+    case arc(_PolicyBox<_ARCPolicy>)
     case wtinylfu(_WTinyLFUPolicy)
 
     @inlinable
@@ -21,8 +21,8 @@ enum _AnyPolicy: _EvictionPolicy {
         case .fifo: self = .fifo(_PolicyBox(_FIFOPolicy()))
         case .lfu: self = .lfu(_PolicyBox(_LFUPolicy(slotCapacity: slotCapacity)))
         case .sieve: self = .sieve(_PolicyBox(_SIEVEPolicy(slotCapacity: slotCapacity)))
-        case .s3fifo: self = .s3fifo(_S3FIFOPolicy(slotCapacity: slotCapacity))
-        case .arc: self = .arc(_ARCPolicy(slotCapacity: slotCapacity))
+        case .s3fifo: self = .s3fifo(_PolicyBox(_S3FIFOPolicy(slotCapacity: slotCapacity)))
+        case .arc: self = .arc(_PolicyBox(_ARCPolicy(slotCapacity: slotCapacity)))
         case .wtinylfu: self = .wtinylfu(_WTinyLFUPolicy(slotCapacity: slotCapacity))
         }
     }

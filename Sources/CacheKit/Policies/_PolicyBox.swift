@@ -2,8 +2,8 @@
 ///
 /// `_AnyPolicy` is an enum; calling a mutating method on a payload means taking the payload
 /// out and storing it back with its tag, a few loads and stores around every call on the hot
-/// path. Policies with their state inline (LRU, FIFO, LFU, SIEVE) are boxed with this, and the
-/// others keep their own state behind a pointer, so no call writes the enum back.
+/// path. Every policy keeps its state inline and is boxed with this, so no call writes the enum
+/// back; W-TinyLFU keeps its own pointer, through which it indexes its three queues by number.
 @usableFromInline
 struct _PolicyBox<Policy: _EvictionPolicy>: _EvictionPolicy {
     @usableFromInline let state: UnsafeMutablePointer<Policy>

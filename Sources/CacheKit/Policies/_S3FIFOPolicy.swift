@@ -14,65 +14,51 @@
 /// Eviction order (for enumeration and the eviction veto) is the queue evicted from first, oldest
 /// first, then the other queue; entries that a sweep would move are listed where they stand.
 ///
-/// The state lives behind one pointer so that the policy enum stays small.
 @usableFromInline
 struct _S3FIFOPolicy: _EvictionPolicy {
-    @usableFromInline
-    struct State {
-        @usableFromInline var small = _ListHead()
-        @usableFromInline var main = _ListHead()
-        @usableFromInline var smallCount = 0
-        @usableFromInline var mainCount = 0
-        @usableFromInline var ghosts = _GhostQueue()
-        /// Per slot: bit 2 set in the main queue; bits 0-1 the use counter.
-        @usableFromInline var flags: UnsafeMutablePointer<UInt8>
-        /// `countLimit`, or 0 to size the queues by the resident count.
-        @usableFromInline var capacity = 0
-        /// The shares of a nonzero `capacity` (small, main, ghost), computed when it is set.
-        @usableFromInline var fixedShares = (small: 1, main: -1, ghost: 0)
-        /// Whether anything was evicted since the cache was created or emptied.
-        @usableFromInline var hasEvicted = false
-        /// Whether the key announced by `willInsert` was a ghost.
-        @usableFromInline var incomingWasGhost = false
-
-        @inlinable
-        init(slotCapacity: Int) {
-            flags = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
-        }
-    }
+    @usableFromInline var small = _ListHead()
+    @usableFromInline var main = _ListHead()
+    @usableFromInline var smallCount = 0
+    @usableFromInline var mainCount = 0
+    @usableFromInline var ghosts = _GhostQueue()
+    /// Per slot: bit 2 set in the main queue; bits 0-1 the use counter.
+    @usableFromInline var flags: UnsafeMutablePointer<UInt8>
+    /// `countLimit`, or 0 to size the queues by the resident count.
+    @usableFromInline var capacity = 0
+    /// The shares of a nonzero `capacity` (small, main, ghost), computed when it is set.
+    @usableFromInline var fixedShares = (small: 1, main: -1, ghost: 0)
+    /// Whether anything was evicted since the cache was created or emptied.
+    @usableFromInline var hasEvicted = false
+    /// Whether the key announced by `willInsert` was a ghost.
+    @usableFromInline var incomingWasGhost = false
 
     @usableFromInline static var mainBit: UInt8 { 4 }
 
-    @usableFromInline let state: UnsafeMutablePointer<State>
-
     @inlinable
     init(slotCapacity: Int) {
-        state = .allocate(capacity: 1)
-        state.initialize(to: State(slotCapacity: slotCapacity))
+        flags = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
     }
 
     @inlinable
     func deallocate() {
-        _SlotMemory.deallocate(state.pointee.flags)
-        state.pointee.ghosts.deallocate()
-        state.deinitialize(count: 1)
-        state.deallocate()
+        _SlotMemory.deallocate(flags)
+        ghosts.deallocate()
     }
 
     @inlinable
-    func reserve(slotCapacity: Int, used: Int) {
-        state.pointee.flags = _SlotMemory.resized(state.pointee.flags, used: used, to: slotCapacity).unsafelyUnwrapped
+    mutating func reserve(slotCapacity: Int, used: Int) {
+        flags = _SlotMemory.resized(flags, used: used, to: slotCapacity).unsafelyUnwrapped
     }
 
     @inlinable
-    func setCapacity(_ capacity: Int) {
-        state.pointee.capacity = capacity
-        state.pointee.fixedShares = Self.shares(of: capacity)
+    mutating func setCapacity(_ capacity: Int) {
+        self.capacity = capacity
+        fixedShares = Self.shares(of: capacity)
         // Room for more than it holds: the cache fills again, and until it next evicts, new
         // entries past the small queue's share go to main (as in a cache that never evicted),
         // rather than piling into the small queue.
-        if capacity == 0 || capacity > state.pointee.smallCount + state.pointee.mainCount {
-            state.pointee.hasEvicted = false
+        if capacity == 0 || capacity > smallCount + mainCount {
+            hasEvicted = false
         }
     }
 
@@ -86,9 +72,8 @@ struct _S3FIFOPolicy: _EvictionPolicy {
     /// The shares of `countLimit`, or of the resident count when there is none.
     @inlinable
     var currentShares: (small: Int, main: Int, ghost: Int) {
-        let s = state
-        guard s.pointee.capacity == 0 else { return s.pointee.fixedShares }
-        return Self.shares(of: s.pointee.smallCount + s.pointee.mainCount)
+        guard capacity == 0 else { return fixedShares }
+        return Self.shares(of: smallCount + mainCount)
     }
 
     /// The small queue's share.
@@ -104,118 +89,112 @@ struct _S3FIFOPolicy: _EvictionPolicy {
     var ghostShare: Int { currentShares.ghost }
 
     @inlinable
-    func isInMain(_ slot: Int32) -> Bool { state.pointee.flags[Int(slot)] & Self.mainBit != 0 }
+    func isInMain(_ slot: Int32) -> Bool { flags[Int(slot)] & Self.mainBit != 0 }
 
     /// The use counter of the entry in `slot` (0...3; for tests).
     @inlinable
-    func useCount(of slot: Int32) -> Int { Int(state.pointee.flags[Int(slot)] & 3) }
+    func useCount(of slot: Int32) -> Int { Int(flags[Int(slot)] & 3) }
 
     @inlinable
-    func willInsert(hash: UInt32) {
-        state.pointee.incomingWasGhost = state.pointee.ghosts.remove(hash)
+    mutating func willInsert(hash: UInt32) {
+        incomingWasGhost = ghosts.remove(hash)
     }
 
     @inlinable
-    func didInsert(_ slot: Int32, links: _SlotLinks) {
-        let s = state
+    mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
         let toMain =
-            s.pointee.incomingWasGhost || (!s.pointee.hasEvicted && s.pointee.smallCount >= smallShare)
-        s.pointee.incomingWasGhost = false
+            incomingWasGhost || (!hasEvicted && smallCount >= smallShare)
+        incomingWasGhost = false
         if toMain {
-            s.pointee.flags[Int(slot)] = Self.mainBit
-            links.pushBack(slot, &s.pointee.main)
-            s.pointee.mainCount += 1
+            flags[Int(slot)] = Self.mainBit
+            links.pushBack(slot, &main)
+            mainCount += 1
         } else {
-            s.pointee.flags[Int(slot)] = 0
-            links.pushBack(slot, &s.pointee.small)
-            s.pointee.smallCount += 1
+            flags[Int(slot)] = 0
+            links.pushBack(slot, &small)
+            smallCount += 1
         }
     }
 
     @inlinable
     @inline(__always)
-    func didAccess(_ slot: Int32, links: _SlotLinks) {
-        let f = state.pointee.flags[Int(slot)]
-        if f & 3 != 3 { state.pointee.flags[Int(slot)] = f &+ 1 }
+    mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
+        let f = flags[Int(slot)]
+        if f & 3 != 3 { flags[Int(slot)] = f &+ 1 }
     }
 
     @inlinable
-    func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
+    mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
 
     @inlinable
-    func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
-        let s = state
+    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
         if isInMain(slot) {
-            links.unlink(slot, &s.pointee.main)
-            s.pointee.mainCount -= 1
+            links.unlink(slot, &main)
+            mainCount -= 1
         } else {
-            links.unlink(slot, &s.pointee.small)
-            s.pointee.smallCount -= 1
+            links.unlink(slot, &small)
+            smallCount -= 1
             if evicted {
-                s.pointee.ghosts.append(links.hash(slot), limit: ghostShare)
+                ghosts.append(links.hash(slot), limit: ghostShare)
             }
         }
     }
 
     @inlinable
-    func removeAll() {
-        let s = state
-        s.pointee.small = _ListHead()
-        s.pointee.main = _ListHead()
-        s.pointee.smallCount = 0
-        s.pointee.mainCount = 0
-        s.pointee.ghosts.removeAll()
-        s.pointee.hasEvicted = false
-        s.pointee.incomingWasGhost = false
+    mutating func removeAll() {
+        small = _ListHead()
+        main = _ListHead()
+        smallCount = 0
+        mainCount = 0
+        ghosts.removeAll()
+        hasEvicted = false
+        incomingWasGhost = false
     }
 
     /// Whether the next eviction comes from the main queue.
     @inlinable
-    var evictsFromMain: Bool { state.pointee.smallCount == 0 || state.pointee.mainCount > mainShare }
+    var evictsFromMain: Bool { smallCount == 0 || mainCount > mainShare }
 
     /// Sweeps the queues as S3-FIFO does (moving used small entries to main, giving used main
     /// entries another round) and returns the entry to evict.
     @inlinable
-    func nextVictim(links: _SlotLinks) -> Int32 {
-        let s = state
-        guard s.pointee.smallCount + s.pointee.mainCount > 0 else { return -1 }
-        s.pointee.hasEvicted = true
+    mutating func nextVictim(links: _SlotLinks) -> Int32 {
+        guard smallCount + mainCount > 0 else { return -1 }
+        hasEvicted = true
         while true {
             if evictsFromMain {
                 while true {
-                    let slot = s.pointee.main.head
-                    let f = s.pointee.flags[Int(slot)]
+                    let slot = main.head
+                    let f = flags[Int(slot)]
                     if f & 3 == 0 { return slot }
-                    s.pointee.flags[Int(slot)] = f &- 1
-                    links.moveToBack(slot, &s.pointee.main)
+                    flags[Int(slot)] = f &- 1
+                    links.moveToBack(slot, &main)
                 }
             }
-            while s.pointee.smallCount > 0 {
-                let slot = s.pointee.small.head
-                if s.pointee.flags[Int(slot)] & 3 < 2 { return slot }
-                links.unlink(slot, &s.pointee.small)
-                s.pointee.smallCount -= 1
-                s.pointee.flags[Int(slot)] = Self.mainBit
-                links.pushBack(slot, &s.pointee.main)
-                s.pointee.mainCount += 1
+            while smallCount > 0 {
+                let slot = small.head
+                if flags[Int(slot)] & 3 < 2 { return slot }
+                links.unlink(slot, &small)
+                smallCount -= 1
+                flags[Int(slot)] = Self.mainBit
+                links.pushBack(slot, &main)
+                mainCount += 1
             }
         }
     }
 
     @usableFromInline
     func _checkInvariants(count: Int) {
-        let s = state.pointee
         precondition(
-            s.smallCount + s.mainCount == count,
-            "S3-FIFO queues hold \(s.smallCount) + \(s.mainCount), count is \(count)"
+            smallCount + mainCount == count,
+            "S3-FIFO queues hold \(smallCount) + \(mainCount), count is \(count)"
         )
-        s.ghosts._checkInvariants()
+        ghosts._checkInvariants()
     }
 
     @inlinable
     func firstVictim(links: _SlotLinks) -> Int32 {
-        let s = state.pointee
-        return evictsFromMain ? (s.main.head != -1 ? s.main.head : s.small.head) : s.small.head
+        evictsFromMain ? (main.head != -1 ? main.head : small.head) : small.head
     }
 
     @inlinable
@@ -224,8 +203,8 @@ struct _S3FIFOPolicy: _EvictionPolicy {
         if next != -1 { return next }
         let mainFirst = evictsFromMain
         let inMain = isInMain(slot)
-        if mainFirst && inMain { return state.pointee.small.head }
-        if !mainFirst && !inMain { return state.pointee.main.head }
+        if mainFirst && inMain { return small.head }
+        if !mainFirst && !inMain { return main.head }
         return -1
     }
 }
