@@ -117,8 +117,12 @@ struct HostileCacheFileTests {
     /// trees (a dictionary and an array per level).
     static func treeLevels(forDepth depth: Int) -> Int { (depth - 2) / 2 }
 
-    @Test("a binary property list at the nesting limit loads on a 512 KiB stack; one level more is refused")
-    func binaryPropertyListAtTheLimit() async throws {
+    @Test(
+        "a payload at the nesting limit loads on a 512 KiB stack; one level more is refused",
+        arguments: ["json", "plist"]
+    )
+    func payloadAtTheLimit(serializerName: String) async throws {
+        let serializer: CacheSerializer<String, Tree> = serializerName == "json" ? .json : .propertyList
         let directory = try Directory()
         let limit = _PayloadCheck.maximumDepth
         for (levels, loads) in [
@@ -126,34 +130,9 @@ struct HostileCacheFileTests {
         ] {
             let cache = Cache<String, Tree>()
             cache["k"] = Tree.chain(levels)
-            let url = directory.file("tree-\(levels).plist")
-            try CachePersistence(cache: cache, fileURL: url, serializer: .propertyList).save()
-            let result = await load(url, .propertyList)
-            if loads {
-                #expect(result.error == nil)
-                #expect(result.value == Tree.chain(levels))
-            } else {
-                guard case .undecodable(_, _, let reason) = result.error else {
-                    Issue.record("expected .undecodable, got \(String(describing: result.error))")
-                    continue
-                }
-                #expect(reason.contains("nests deeper than \(limit) levels"), "\(reason)")
-            }
-        }
-    }
-
-    @Test("a JSON payload at the nesting limit loads on a 512 KiB stack; one level more is refused")
-    func jsonAtTheLimit() async throws {
-        let directory = try Directory()
-        let limit = _PayloadCheck.maximumDepth
-        for (levels, loads) in [
-            (Self.treeLevels(forDepth: limit), true), (Self.treeLevels(forDepth: limit) + 1, false),
-        ] {
-            let cache = Cache<String, Tree>()
-            cache["k"] = Tree.chain(levels)
-            let url = directory.file("tree-\(levels).json")
-            try CachePersistence(cache: cache, fileURL: url).save()
-            let result = await load(url, .json)
+            let url = directory.file("tree-\(levels).\(serializerName)")
+            try CachePersistence(cache: cache, fileURL: url, serializer: serializer).save()
+            let result = await load(url, serializer)
             if loads {
                 #expect(result.error == nil)
                 #expect(result.value == Tree.chain(levels))
