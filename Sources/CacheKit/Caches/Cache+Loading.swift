@@ -57,19 +57,25 @@ extension Cache where Key: Sendable, Value: Sendable {
         expiresAfter: Duration? = nil,
         loader: @escaping @Sendable (Key) async throws -> Value
     ) async throws -> Value {
-        try await _value(forKey: key, cost: { _ in cost }, admit: nil, expiresAfter: expiresAfter, loader: loader).value
+        try await _value(forKey: key, cost: { _ in cost }, admit: nil) { key in
+            (try await loader(key), expiresAfter)
+        }.value
     }
 
     /// ``value(forKey:cost:expiresAfter:loader:)`` with the cost taken from the loaded value and an
     /// extra admission test (`admit`, beside the cache's insertion policy): what memoized functions
     /// need, since their cost and insertion policy are per function and see only the result.
+    /// The loader returns each value's `expiresAfter` with it: a tiered cache promotes a value
+    /// with what is left of its lifetime in the store.
     /// Also returns whether the value was a hit (a caller that waited for a load is a miss).
+    /// `missCounted` says the caller has already read the key and counted (and reported) its
+    /// miss: a miss here is then not counted again.
     func _value(
         forKey key: Key,
         cost: @escaping @Sendable (Value) -> Int,
         admit: (@Sendable (Value) -> Bool)?,
-        expiresAfter: Duration?,
-        loader: @escaping @Sendable (Key) async throws -> Value
+        missCounted: Bool = false,
+        loader: @escaping @Sendable (Key) async throws -> (Value, expiresAfter: Duration?)
     ) async throws -> (value: Value, wasHit: Bool) {
         let id = ObjectIdentifier(self)
         let chain = _LoadChain.links
@@ -82,7 +88,9 @@ extension Cache where Key: Sendable, Value: Sendable {
         let (hit, task) = _withSweptState(now: now) { state, _ -> (Value?, Task<Value, any Error>?) in
             observer = state.activityObserver
             let refreshSlot = Self._slotDueForRefresh(key, in: state, now: now)
-            if let value = state.core.value(forKey: key, now: now) {
+            let found = state.core.value(forKey: key, now: now)
+            if found == nil, missCounted { state.core.stats.retractMiss() }
+            if let value = found {
                 if refreshSlot >= 0 {
                     state.nextLoadID &+= 1
                     let id = state.nextLoadID
@@ -103,7 +111,6 @@ extension Cache where Key: Sendable, Value: Sendable {
                                     forKey: key,
                                     cost: cost,
                                     admit: admit,
-                                    expiresAfter: expiresAfter,
                                     storing: condition,
                                     loader: loader
                                 )
@@ -126,7 +133,6 @@ extension Cache where Key: Sendable, Value: Sendable {
                         forKey: key,
                         cost: cost,
                         admit: admit,
-                        expiresAfter: expiresAfter,
                         storing: .ifLoadCurrent(id: id, refreshing: -1, version: nil),
                         loader: loader
                     )
@@ -135,7 +141,11 @@ extension Cache where Key: Sendable, Value: Sendable {
             state.loads[key] = _InFlightLoad(id: id, task: task)
             return (nil, task)
         }
-        observer?(hit == nil ? .miss(key: key) : .hit(key: key))
+        if hit != nil {
+            observer?(.hit(key: key))
+        } else if !missCounted {
+            observer?(.miss(key: key))
+        }
         if let hit { return (hit, true) }
         guard let task else { throw CacheLoadError.recursiveLoad(key: "\(key)") }
         return (try await task.value, false)
@@ -158,13 +168,12 @@ extension Cache where Key: Sendable, Value: Sendable {
         forKey key: Key,
         cost: (Value) -> Int,
         admit: ((Value) -> Bool)?,
-        expiresAfter: Duration?,
         storing condition: _StoreCondition,
-        loader: @Sendable (Key) async throws -> Value
+        loader: @Sendable (Key) async throws -> (Value, expiresAfter: Duration?)
     ) async throws -> Value {
         let clock = ContinuousClock()
         let start = clock.now
-        let result: Result<Value, any Error>
+        let result: Result<(Value, expiresAfter: Duration?), any Error>
         do {
             result = .success(try await loader(key))
         } catch {
@@ -172,8 +181,9 @@ extension Cache where Key: Sendable, Value: Sendable {
         }
         let elapsed = clock.now - start
         let value: Value
+        let expiresAfter: Duration?
         do {
-            value = try result.get()
+            (value, expiresAfter) = try result.get()
         } catch {
             _recordLoad(forKey: key, time: elapsed, error: error) { state in
                 if case .ifLoadCurrent(let id, _, _) = condition, state.loads[key]?.id == id { state.loads[key] = nil }

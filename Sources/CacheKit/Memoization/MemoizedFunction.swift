@@ -444,10 +444,8 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
             (value, wasHit) = try await cache._value(
                 forKey: key,
                 cost: costOfValue,
-                admit: admit,
-                expiresAfter: expiresAfter,
-                loader: loader
-            )
+                admit: admit
+            ) { [expiresAfter] key in (try await loader(key), expiresAfter) }
         } catch CacheLoadError.recursiveLoad(let key) {
             if recursionIsAMiss { counters.recordMiss() }
             throw CacheLoadError.recursiveLoad(key: key)

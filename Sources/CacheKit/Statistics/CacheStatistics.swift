@@ -87,6 +87,12 @@ struct _StatisticsCounters {
         if hit { hits &+= 1 } else { misses &+= 1 }
     }
 
+    /// Takes back one miss: for a read that its caller has already counted.
+    mutating func retractMiss() {
+        guard isRecording else { return }
+        misses &-= 1
+    }
+
     @inlinable
     @inline(__always)
     mutating func recordRemovals(_ reason: RemovalReason, count: Int = 1) {

@@ -1,0 +1,152 @@
+import Foundation
+
+/// Thrown through the memory cache's single flight when the store has no value and there is
+/// no loader: every caller waiting for that read learns it missed.
+struct _StoreMiss: Error {}
+
+extension TieredCache {
+    /// The value for `key` from memory or, on a memory miss, from the store (promoting it to
+    /// memory with what is left of its lifetime); `nil` if neither holds it.
+    ///
+    /// A store that fails, or holds bytes the codec cannot read, is a miss, reported to the
+    /// problem handler. The memory cache counts a read from the store as a load.
+    ///
+    /// - Complexity: O(1) on a memory hit; otherwise one store read.
+    public func value(forKey key: Key) async -> Value? {
+        if let value = memory.value(forKey: key) { return value }
+        do {
+            return try await memory._value(forKey: key, cost: memoryCost, admit: nil, missCounted: true) { key in
+                let since = self.beginLoad()
+                defer { self.endLoad() }
+                guard let found = await self.readStore(key, since: since) else { throw _StoreMiss() }
+                return found
+            }.value
+        } catch {
+            return nil
+        }
+    }
+
+    /// The value for `key` from memory, else from the store, else from `loader`, whose value is
+    /// written to both levels with `expiresAfter` (else the cache's ``expiresAfter``).
+    ///
+    /// One read per key at a time across the three: callers that miss while the key is read from
+    /// the store or loaded wait for that read, and get its value or the loader's error. The rules
+    /// of ``Cache/value(forKey:cost:expiresAfter:loader:)`` apply: errors are not cached, a write
+    /// or removal of the key while the loader runs wins (the loaded value is returned but stored
+    /// in neither level), a loader that asks for its own key gets ``CacheLoadError/recursiveLoad(key:)``.
+    /// A loaded value the store could not take is still returned and kept in memory; the
+    /// failure is reported to the problem handler.
+    ///
+    /// - Complexity: O(1) on a memory hit; otherwise one store read, and on a store miss the load
+    ///   and one store write.
+    public func value(
+        forKey key: Key,
+        expiresAfter: Duration? = nil,
+        loader: @escaping @Sendable (Key) async throws -> Value
+    ) async throws -> Value {
+        if let value = memory.value(forKey: key) { return value }
+        let lifetime = expiresAfter ?? self.expiresAfter
+        // A caller that joins a read by `value(forKey:)` (which has no loader) learns only that
+        // the store missed; it then reads again with its own loader. Each round waits for a
+        // whole store read, so a few rounds suffice; the bound keeps a stream of loader-less
+        // readers from holding a loader back for ever.
+        for _ in 0..<Self.joinedReadRounds {
+            do {
+                return try await memory._value(forKey: key, cost: memoryCost, admit: nil, missCounted: true) { key in
+                    let since = self.beginLoad()
+                    defer { self.endLoad() }
+                    if let found = await self.readStore(key, since: since) { return found }
+                    let value = try await loader(key)
+                    await self.storeLoaded(value, forKey: key, lifetime: lifetime, since: since)
+                    return (value, lifetime)
+                }.value
+            } catch is _StoreMiss {
+                continue
+            }
+        }
+        return try await loader(key)
+    }
+
+    /// How many times a loading read joins other callers' store reads before it loads alone.
+    static var joinedReadRounds: Int { 16 }
+
+    /// Each value's cost in memory.
+    var memoryCost: @Sendable (Value) -> Int {
+        if let cost { return cost }
+        return { _ in 0 }
+    }
+
+    /// Marks a load as running and returns the generation it started at: writes after it are
+    /// remembered until no load runs.
+    func beginLoad() -> UInt64 {
+        state.withLock { state in
+            state.loadsInFlight += 1
+            return state.generation
+        }
+    }
+
+    func endLoad() {
+        state.withLock { state in
+            state.loadsInFlight -= 1
+            if state.loadsInFlight == 0 { state.lastWrite.removeAll(keepingCapacity: true) }
+        }
+    }
+
+    /// The value for `key` as the store level sees it: a pending write-behind first, then the
+    /// store. `nil` for a miss, an expired entry, or one that could not be read (reported).
+    func readStore(_ key: Key, since: UInt64) async -> (Value, expiresAfter: Duration?)? {
+        let pending = state.withLock { $0.pending[key] }
+        switch pending {
+        case .write(let value, _, let expiresAt, _)?:
+            guard let lifetime = remainingLifetime(until: expiresAt) else { return nil }
+            return (value, lifetime.duration)
+        case .removal?:
+            return nil
+        case nil:
+            break
+        }
+        guard let storeKey = storeKey(key) else { return nil }
+        let entry: StoredEntry?
+        do {
+            entry = try await store.entry(forKey: storeKey)
+        } catch {
+            report(CacheStoreProblem(key: storeKey, error: error))
+            return nil
+        }
+        guard let entry, let lifetime = remainingLifetime(until: entry.expiresAt) else {
+            state.withLock { $0.counts.missCount += 1 }
+            return nil
+        }
+        let value: Value
+        do {
+            value = try codec.decode(entry.value)
+        } catch {
+            report(CacheStoreProblem(key: storeKey, error: .codec(key: storeKey, reason: "\(error)")))
+            // Bytes this codec cannot read will not become readable: drop them, unless a write
+            // replaced them meanwhile.
+            await keyLock.withLock(key) {
+                guard !wasWritten(key, since: since) else { return }
+                _ = try? await store.removeEntry(forKey: storeKey)
+            }
+            return nil
+        }
+        state.withLock { $0.counts.hitCount += 1 }
+        return (value, lifetime.duration)
+    }
+
+    /// What is left of a lifetime that ends at `deadline`: `.some(nil)` for none, `nil` if it
+    /// has ended.
+    func remainingLifetime(until deadline: Date?) -> (duration: Duration?, Void)? {
+        guard let deadline else { return (nil, ()) }
+        let seconds = deadline.timeIntervalSince(clock.now())
+        guard seconds > 0 else { return nil }
+        return (.nanoseconds(Int64((seconds * 1e9).rounded(.up))), ())
+    }
+
+    /// Whether a write or removal reached `key` (or all keys) after generation `since`.
+    func wasWritten(_ key: Key, since: UInt64) -> Bool {
+        state.withLock { state in
+            state.pending[key] != nil || (state.lastWrite[key] ?? 0) > since || state.lastRemoveAll > since
+        }
+    }
+}

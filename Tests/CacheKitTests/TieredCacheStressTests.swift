@@ -1,0 +1,58 @@
+import CacheKit
+import Foundation
+import Testing
+
+/// Tasks mixing reads, loads, writes and removals of a few keys; run under ThreadSanitizer in
+/// CI. Afterwards the levels must agree: whatever memory holds, the store holds too.
+@Suite("TieredCacheStressTests")
+struct TieredCacheStressTests {
+    @Test(arguments: [TieredCache<Int, Int>.WriteMode.writeThrough, .writeBehind(maximumPending: 4)])
+    func levelsAgreeAfterConcurrentTraffic(writeMode: TieredCache<Int, Int>.WriteMode) async throws {
+        let clock = ManualClock()
+        let store = InMemoryStore(clock: .manual(clock))
+        let cache = TieredCache<Int, Int>(
+            countLimit: 6,
+            policy: .lru,
+            store: store,
+            writeMode: writeMode,
+            clock: .manual(clock)
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    var random = TierStressRandom(seed: UInt64(worker + 1))
+                    for step in 0..<400 {
+                        let key = Int(random.next() % 12)
+                        switch random.next() % 5 {
+                        case 0, 1: try await cache.setValue(worker * 10_000 + step, forKey: key)
+                        case 2: _ = await cache.value(forKey: key)
+                        case 3: _ = try await cache.value(forKey: key) { $0 * 1_000 }
+                        default: try await cache.removeValue(forKey: key)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await cache.flush()
+        let entries = await store.entries
+        for key in 0..<12 {
+            guard let inMemory = cache.memory.peekValue(forKey: key) else { continue }
+            let stored = try entries["\(key)"].map { try JSONDecoder().decode(Int.self, from: $0.value) }
+            #expect(stored == inMemory, "key \(key): memory \(inMemory), store \(String(describing: stored))")
+        }
+    }
+}
+
+/// A small deterministic random generator (SplitMix64).
+struct TierStressRandom {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
