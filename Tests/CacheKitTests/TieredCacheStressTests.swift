@@ -20,7 +20,7 @@ struct TieredCacheStressTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<4 {
                 group.addTask {
-                    var random = TierStressRandom(seed: UInt64(worker + 1))
+                    var random = SeededGenerator(seed: UInt64(worker + 1))
                     for step in 0..<400 {
                         let key = Int(random.next() % 12)
                         switch random.next() % 5 {
@@ -41,18 +41,5 @@ struct TieredCacheStressTests {
             let stored = try entries["\(key)"].map { try JSONDecoder().decode(Int.self, from: $0.value) }
             #expect(stored == inMemory, "key \(key): memory \(inMemory), store \(String(describing: stored))")
         }
-    }
-}
-
-/// A small deterministic random generator (SplitMix64).
-struct TierStressRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
