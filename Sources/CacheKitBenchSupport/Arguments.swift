@@ -60,18 +60,18 @@ package struct Arguments {
         return value
     }
 
-    /// The comma-separated list given for `name`, each item checked against `allowed`; an item
-    /// given twice counts once.
-    package func list(_ name: String, default defaultValue: [String], allowed: [String]) throws -> [String] {
+    /// The comma-separated list given for `name`, each item checked against `allowed` (`nil`
+    /// takes any); an item given twice counts once.
+    package func list(_ name: String, default defaultValue: [String], allowed: [String]?) throws -> [String] {
         guard let text = values[name] else { return defaultValue }
         var items: [String] = []
         for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })
         where !items.contains(item) {
             items.append(item)
         }
-        for item in items where !allowed.contains(item) {
+        for item in items where allowed.map({ !$0.contains(item) }) ?? false {
             throw Failure(
-                description: "--\(name): unknown value '\(item)' (choose from \(allowed.joined(separator: ", ")))"
+                description: "--\(name): unknown value '\(item)' (choose from \(allowed?.joined(separator: ", ") ?? ""))"
             )
         }
         guard !items.isEmpty else { throw Failure(description: "--\(name) needs at least one value") }

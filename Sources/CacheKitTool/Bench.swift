@@ -45,6 +45,9 @@ enum Bench {
                               SerialCache and NSCache (--subjects picks among them; --policies
                               picks Cache's, and SerialCache's, which is LRU alone by default)
           --entries N         entries for --memory (default 1_000_000)
+          --stores            measure the second levels instead (DiskStore, SQLiteStore,
+                              TieredCache) against plain file and SQLite calls; see
+                              `cachekit bench --stores --help`
         """
 
     /// The most entries `--capacity` and `--entries` take: 2^28, 8 GiB of keys and values.
@@ -67,10 +70,14 @@ enum Bench {
             arguments,
             valueFlags: [
                 "capacity", "ops", "repetitions", "threads", "workloads", "subjects", "policies", "entries",
-                "memory-one",
+                "memory-one", "sizes", "open-entries", "directory",
             ],
-            booleanFlags: ["json", "memory", "help"]
+            booleanFlags: ["json", "memory", "stores", "help"]
         )
+        if args.flag("stores") {
+            try StoreBench.run(args)
+            return
+        }
         if args.flag("help") {
             print(usage)
             return

@@ -11,6 +11,7 @@ let usage = """
                 and recommend a policy (the default)
       bench     ns/op of CacheKit's caches against Dictionary and NSCache
                 bench --memory: bytes per entry
+                bench --stores: the disk and SQLite stores against plain file and SQLite calls
 
     Run `cachekit simulate --help` or `cachekit bench --help` for the options.
     """
