@@ -1,8 +1,7 @@
 /// The policy a cache was configured with, dispatched by a `switch` that the optimizer folds.
 ///
-/// Every payload is one pointer to the policy's state (`_PolicyBox`; W-TinyLFU keeps its own,
-/// which it also indexes its three queues through), and every method is nonmutating, so a call
-/// never takes the payload out and writes it back with its tag. That write-back cost about 15
+/// Every payload is one pointer to the policy's state (`_PolicyBox`), and every method is
+/// nonmutating, so a call never takes the payload out and writes it back with its tag. That write-back cost about 15
 /// instructions per call (S3-FIFO makes four calls per miss).
 @usableFromInline
 enum _AnyPolicy: _EvictionPolicy {
@@ -12,7 +11,7 @@ enum _AnyPolicy: _EvictionPolicy {
     case sieve(_PolicyBox<_SIEVEPolicy>)
     case s3fifo(_PolicyBox<_S3FIFOPolicy>)
     case arc(_PolicyBox<_ARCPolicy>)
-    case wtinylfu(_WTinyLFUPolicy)
+    case wtinylfu(_PolicyBox<_WTinyLFUPolicy>)
 
     @inlinable
     init(_ policy: EvictionPolicy, slotCapacity: Int) {
@@ -23,7 +22,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .sieve: self = .sieve(_PolicyBox(_SIEVEPolicy(slotCapacity: slotCapacity)))
         case .s3fifo: self = .s3fifo(_PolicyBox(_S3FIFOPolicy(slotCapacity: slotCapacity)))
         case .arc: self = .arc(_PolicyBox(_ARCPolicy(slotCapacity: slotCapacity)))
-        case .wtinylfu: self = .wtinylfu(_WTinyLFUPolicy(slotCapacity: slotCapacity))
+        case .wtinylfu: self = .wtinylfu(_PolicyBox(_WTinyLFUPolicy(slotCapacity: slotCapacity)))
         }
     }
 

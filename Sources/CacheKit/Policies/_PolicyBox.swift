@@ -3,7 +3,7 @@
 /// `_AnyPolicy` is an enum; calling a mutating method on a payload means taking the payload
 /// out and storing it back with its tag, a few loads and stores around every call on the hot
 /// path. Every policy keeps its state inline and is boxed with this, so no call writes the enum
-/// back; W-TinyLFU keeps its own pointer, through which it indexes its three queues by number.
+/// back.
 @usableFromInline
 struct _PolicyBox<Policy: _EvictionPolicy>: _EvictionPolicy {
     @usableFromInline let state: UnsafeMutablePointer<Policy>

@@ -31,71 +31,58 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     @usableFromInline static var probation: UInt8 { 1 }
     @usableFromInline static var protected: UInt8 { 2 }
 
-    @usableFromInline
-    struct State {
-        /// Queues, least recent at the head: window, probation, protected.
-        @usableFromInline var queues = (_ListHead(), _ListHead(), _ListHead())
-        @usableFromInline var counts = (0, 0, 0)
-        /// Per slot: the queue holding it.
-        @usableFromInline var queueOf: UnsafeMutablePointer<UInt8>
-        @usableFromInline var sketch: _FrequencySketch
-        /// The entries the sketch is sized for: `capacity`, or fewer while a large cache fills
-        /// (see `sketchEntries(capacity:resident:tableWords:)`).
-        @usableFromInline var sketchEntries = 0
-        @usableFromInline var capacity = 0
-        /// The engine's slot capacity (`reserve`): what an unbounded cache is sized by.
-        @usableFromInline var slotCapacity = 0
-        /// The largest the window and the protected segment may be.
-        @usableFromInline var windowMax = 1
-        @usableFromInline var protectedMax = 0
-        // Hill climber.
-        @usableFromInline var hitsInSample = 0
-        @usableFromInline var missesInSample = 0
-        @usableFromInline var previousHitRate = 0.0
-        @usableFromInline var stepSize = 0.0
-        /// Requests per hill-climbing sample.
-        @usableFromInline var climbSample = 5
-        /// Deterministic generator for the 1-in-128 admission of warm candidates.
-        @usableFromInline var random: UInt64 = 0x2545_F491_4F6C_DD1D
-
-        @inlinable
-        init(slotCapacity: Int) {
-            queueOf = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
-            sketch = _FrequencySketch(capacity: slotCapacity)
-            self.slotCapacity = slotCapacity
-        }
-    }
-
-    @usableFromInline let state: UnsafeMutablePointer<State>
+    /// Queues 0, 1 and 2 (window, probation, protected), least recent at the head.
+    @usableFromInline var queues = (_ListHead(), _ListHead(), _ListHead())
+    /// The entries in queues 0, 1 and 2.
+    @usableFromInline var counts = (0, 0, 0)
+    /// Per slot: the queue holding it.
+    @usableFromInline var queueOf: UnsafeMutablePointer<UInt8>
+    @usableFromInline var sketch: _FrequencySketch
+    /// The entries the sketch is sized for: `capacity`, or fewer while a large cache fills
+    /// (see `sketchEntries(capacity:resident:tableWords:)`).
+    @usableFromInline var sketchEntries = 0
+    @usableFromInline var capacity = 0
+    /// The engine's slot capacity (`reserve`): what an unbounded cache is sized by.
+    @usableFromInline var slotCapacity = 0
+    /// The largest the window and the protected segment may be.
+    @usableFromInline var windowMax = 1
+    @usableFromInline var protectedMax = 0
+    // Hill climber.
+    @usableFromInline var hitsInSample = 0
+    @usableFromInline var missesInSample = 0
+    @usableFromInline var previousHitRate = 0.0
+    @usableFromInline var stepSize = 0.0
+    /// Requests per hill-climbing sample.
+    @usableFromInline var climbSample = 5
+    /// Deterministic generator for the 1-in-128 admission of warm candidates.
+    @usableFromInline var random: UInt64 = 0x2545_F491_4F6C_DD1D
 
     @inlinable
     init(slotCapacity: Int) {
-        state = .allocate(capacity: 1)
-        state.initialize(to: State(slotCapacity: slotCapacity))
+        queueOf = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
+        sketch = _FrequencySketch(capacity: slotCapacity)
+        self.slotCapacity = slotCapacity
     }
 
     @inlinable
     func deallocate() {
-        _SlotMemory.deallocate(state.pointee.queueOf)
-        state.pointee.sketch.deallocate()
-        state.deinitialize(count: 1)
-        state.deallocate()
+        _SlotMemory.deallocate(queueOf)
+        sketch.deallocate()
     }
 
     @inlinable
-    func reserve(slotCapacity: Int, used: Int) {
-        let s = state
-        s.pointee.queueOf = _SlotMemory.resized(s.pointee.queueOf, used: used, to: slotCapacity).unsafelyUnwrapped
-        s.pointee.slotCapacity = slotCapacity
-        if s.pointee.capacity == 0 { resize(for: slotCapacity) }
+    mutating func reserve(slotCapacity: Int, used: Int) {
+        queueOf = _SlotMemory.resized(queueOf, used: used, to: slotCapacity).unsafelyUnwrapped
+        self.slotCapacity = slotCapacity
+        if capacity == 0 { resize(for: slotCapacity) }
     }
 
     @inlinable
-    func setCapacity(_ capacity: Int) {
+    mutating func setCapacity(_ capacity: Int) {
         // The same limit again keeps what the hill climber learned.
-        let old = state.pointee.capacity
+        let old = self.capacity
         guard capacity != old || capacity == 0 else { return }
-        state.pointee.capacity = capacity
+        self.capacity = capacity
         if capacity > 0 {
             resize(for: capacity)
         } else if old > 0 {
@@ -103,30 +90,29 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
             // not left with the shares and the sketch's aging of the limit it had. Otherwise only
             // the slots' next doubling resized it, which a cache kept small by a cost limit may
             // never reach (limits of 1000 → 1 → 0 would leave a window of 1 and aging every 2 uses).
-            resize(for: Swift.max(state.pointee.slotCapacity, residentCount))
+            resize(for: Swift.max(slotCapacity, residentCount))
         }
     }
 
     /// Resets the window and protected shares for `capacity` entries and sizes the sketch.
     @inlinable
-    func resize(for capacity: Int) {
-        let s = state
+    mutating func resize(for capacity: Int) {
         let c = Swift.max(capacity, 1)
-        s.pointee.windowMax = Swift.max(1, c - Int(Double(c) * 0.99))
-        s.pointee.protectedMax = Int(Double(c - s.pointee.windowMax) * 0.8)
-        s.pointee.stepSize = -0.0625 * Double(c)
-        s.pointee.climbSample = Self.climbSample(for: c)
-        s.pointee.hitsInSample = 0
-        s.pointee.missesInSample = 0
-        s.pointee.previousHitRate = 0
-        let bounded = s.pointee.capacity > 0
+        windowMax = Swift.max(1, c - Int(Double(c) * 0.99))
+        protectedMax = Int(Double(c - windowMax) * 0.8)
+        stepSize = -0.0625 * Double(c)
+        climbSample = Self.climbSample(for: c)
+        hitsInSample = 0
+        missesInSample = 0
+        previousHitRate = 0
+        let bounded = self.capacity > 0
         let entries = Self.sketchEntries(
             capacity: bounded ? c : 0,
             resident: bounded ? residentCount : c,
-            tableWords: s.pointee.sketch.wordCount
+            tableWords: sketch.wordCount
         )
-        s.pointee.sketchEntries = entries
-        s.pointee.sketch.ensureCapacity(entries)
+        sketchEntries = entries
+        sketch.ensureCapacity(entries)
     }
 
     /// Sketches for up to this many entries (512 KiB) are allocated whole when the capacity is
@@ -147,10 +133,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
 
     /// The entries held in the three queues.
     @inlinable
-    var residentCount: Int {
-        let counts = state.pointee.counts
-        return counts.0 + counts.1 + counts.2
-    }
+    var residentCount: Int { counts.0 + counts.1 + counts.2 }
 
     /// The cache holds more entries than its sketch was sized for, and its capacity allows more:
     /// doubles the sketch and counts every resident entry once in it, since a grown table starts
@@ -161,20 +144,18 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     /// - Complexity: O(n), once per doubling.
     @inlinable
     @inline(never)
-    func growSketch(links: _SlotLinks) {
-        let s = state
-        let resident = residentCount
+    mutating func growSketch(links: _SlotLinks) {
         let entries = Self.sketchEntries(
-            capacity: s.pointee.capacity,
-            resident: Swift.max(resident, 2 * s.pointee.sketchEntries),
-            tableWords: s.pointee.sketch.wordCount
+            capacity: capacity,
+            resident: Swift.max(residentCount, 2 * sketchEntries),
+            tableWords: sketch.wordCount
         )
-        s.pointee.sketchEntries = entries
-        guard s.pointee.sketch.ensureCapacity(entries) else { return }
+        sketchEntries = entries
+        guard sketch.ensureCapacity(entries) else { return }
         for q in Self.window...Self.protected {
-            var slot = list(q).pointee.head
+            var slot = head(q)
             while slot != -1 {
-                s.pointee.sketch.increment(links.hash(slot))
+                sketch.increment(links.hash(slot))
                 slot = links.next(slot)
             }
         }
@@ -186,38 +167,71 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
 
     /// The queue holding `slot`: 0 window, 1 probation, 2 protected (for tests).
     @inlinable
-    func queue(of slot: Int32) -> UInt8 { state.pointee.queueOf[Int(slot)] }
+    func queue(of slot: Int32) -> UInt8 { queueOf[Int(slot)] }
 
     /// The current window share (for tests and the simulator).
     @inlinable
-    var windowMaximum: Int { state.pointee.windowMax }
+    var windowMaximum: Int { windowMax }
 
     /// The sketch's estimate for `hash` (for tests).
     @inlinable
-    func frequency(_ hash: UInt32) -> Int { state.pointee.sketch.frequency(hash) }
+    func frequency(_ hash: UInt32) -> Int { sketch.frequency(hash) }
 
+    // MARK: Queues by number
+
+    /// The least recent entry of queue `q`, or -1.
     @inlinable
     @inline(__always)
-    func list(_ q: UInt8) -> UnsafeMutablePointer<_ListHead> {
-        let base = UnsafeMutableRawPointer(state) + MemoryLayout<State>.offset(of: \.queues)!
-        return (base + Int(q) &* MemoryLayout<_ListHead>.stride).assumingMemoryBound(to: _ListHead.self)
+    func head(_ q: UInt8) -> Int32 {
+        switch q {
+        case Self.window: queues.0.head
+        case Self.probation: queues.1.head
+        default: queues.2.head
+        }
     }
 
+    /// Appends `slot` at the most recent end of queue `q`.
     @inlinable
     @inline(__always)
-    func count(_ q: UInt8) -> UnsafeMutablePointer<Int> {
-        let base = UnsafeMutableRawPointer(state) + MemoryLayout<State>.offset(of: \.counts)!
-        return (base + Int(q) &* MemoryLayout<Int>.stride).assumingMemoryBound(to: Int.self)
+    mutating func append(_ slot: Int32, to q: UInt8, links: _SlotLinks) {
+        queueOf[Int(slot)] = q
+        switch q {
+        case Self.window:
+            links.pushBack(slot, &queues.0)
+            counts.0 += 1
+        case Self.probation:
+            links.pushBack(slot, &queues.1)
+            counts.1 += 1
+        default:
+            links.pushBack(slot, &queues.2)
+            counts.2 += 1
+        }
+    }
+
+    /// Takes `slot` out of queue `q`, which holds it.
+    @inlinable
+    @inline(__always)
+    mutating func remove(_ slot: Int32, from q: UInt8, links: _SlotLinks) {
+        switch q {
+        case Self.window:
+            links.unlink(slot, &queues.0)
+            counts.0 -= 1
+        case Self.probation:
+            links.unlink(slot, &queues.1)
+            counts.1 -= 1
+        default:
+            links.unlink(slot, &queues.2)
+            counts.2 -= 1
+        }
     }
 
     @inlinable
-    func move(_ slot: Int32, from: UInt8, to: UInt8, links: _SlotLinks) {
-        links.unlink(slot, &list(from).pointee)
-        count(from).pointee -= 1
-        links.pushBack(slot, &list(to).pointee)
-        count(to).pointee += 1
-        state.pointee.queueOf[Int(slot)] = to
+    mutating func move(_ slot: Int32, from: UInt8, to: UInt8, links: _SlotLinks) {
+        remove(slot, from: from, links: links)
+        append(slot, to: to, links: links)
     }
+
+    // MARK: Events
 
     /// A new key's use is counted in `didInsert`, after the cache made room: counting it first
     /// (as Caffeine does) measured lower on the loop trace.
@@ -225,68 +239,62 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     func willInsert(hash: UInt32) {}
 
     @inlinable
-    func didInsert(_ slot: Int32, links: _SlotLinks) {
-        let s = state
-        s.pointee.sketch.increment(links.hash(slot))
-        s.pointee.queueOf[Int(slot)] = Self.window
-        links.pushBack(slot, &list(Self.window).pointee)
-        count(Self.window).pointee += 1
-        if s.pointee.capacity > s.pointee.sketchEntries && residentCount > s.pointee.sketchEntries {
+    mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
+        sketch.increment(links.hash(slot))
+        append(slot, to: Self.window, links: links)
+        if capacity > sketchEntries && residentCount > sketchEntries {
             growSketch(links: links)
         }
         // Window overflow moves to probation at once (as in Caffeine), not only when full.
-        while count(Self.window).pointee > s.pointee.windowMax {
-            move(list(Self.window).pointee.head, from: Self.window, to: Self.probation, links: links)
+        while counts.0 > windowMax {
+            move(queues.0.head, from: Self.window, to: Self.probation, links: links)
         }
-        s.pointee.missesInSample += 1
+        missesInSample += 1
         climbIfSampled(links: links)
     }
 
     @inlinable
-    func didAccess(_ slot: Int32, links: _SlotLinks) {
-        let s = state
-        s.pointee.sketch.increment(links.hash(slot))
-        let q = s.pointee.queueOf[Int(slot)]
+    mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
+        sketch.increment(links.hash(slot))
+        let q = queueOf[Int(slot)]
         if q == Self.probation {
             move(slot, from: Self.probation, to: Self.protected, links: links)
             demoteProtectedOverflow(links: links)
+        } else if q == Self.window {
+            links.moveToBack(slot, &queues.0)
         } else {
-            links.moveToBack(slot, &list(q).pointee)
+            links.moveToBack(slot, &queues.2)
         }
-        s.pointee.hitsInSample += 1
+        hitsInSample += 1
         climbIfSampled(links: links)
     }
 
     @inlinable
-    func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
+    mutating func didUpdate(_ slot: Int32, links: _SlotLinks) { didAccess(slot, links: links) }
 
     @inlinable
-    func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
-        let q = state.pointee.queueOf[Int(slot)]
-        links.unlink(slot, &list(q).pointee)
-        count(q).pointee -= 1
+    mutating func didRemove(_ slot: Int32, evicted: Bool, links: _SlotLinks) {
+        remove(slot, from: queueOf[Int(slot)], links: links)
     }
 
     @inlinable
-    func removeAll() {
-        let s = state
-        s.pointee.queues = (_ListHead(), _ListHead(), _ListHead())
-        s.pointee.counts = (0, 0, 0)
-        s.pointee.sketch.clear()
-        resize(for: s.pointee.capacity > 0 ? s.pointee.capacity : 0)
+    mutating func removeAll() {
+        queues = (_ListHead(), _ListHead(), _ListHead())
+        counts = (0, 0, 0)
+        sketch.clear()
+        resize(for: capacity > 0 ? capacity : 0)
     }
 
     @inlinable
-    func demoteProtectedOverflow(links: _SlotLinks) {
-        while count(Self.protected).pointee > state.pointee.protectedMax {
-            move(list(Self.protected).pointee.head, from: Self.protected, to: Self.probation, links: links)
+    mutating func demoteProtectedOverflow(links: _SlotLinks) {
+        while counts.2 > protectedMax {
+            move(queues.2.head, from: Self.protected, to: Self.probation, links: links)
         }
     }
 
     /// Moves window overflow to probation, then returns the loser of candidate against victim.
     @inlinable
-    func nextVictim(links: _SlotLinks) -> Int32 {
-        let s = state
+    mutating func nextVictim(links: _SlotLinks) -> Int32 {
         // Room in the window for the entry about to arrive: its least recent entries move to
         // probation; the last one moved is the candidate. Several move at once only after the
         // climber shrank the window; Caffeine moves that excess when it shrinks the window,
@@ -294,29 +302,29 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         // (Contesting the oldest moved instead measures worse on the reference traces.)
         var candidate: Int32 = -1
         var candidateInWindow = false
-        while count(Self.window).pointee >= s.pointee.windowMax && count(Self.window).pointee > 0 {
-            candidate = list(Self.window).pointee.head
+        while counts.0 >= windowMax && counts.0 > 0 {
+            candidate = queues.0.head
             move(candidate, from: Self.window, to: Self.probation, links: links)
         }
         if candidate == -1 {
-            candidate = list(Self.window).pointee.head
+            candidate = queues.0.head
             candidateInWindow = true
         }
-        var victim = list(Self.probation).pointee.head
+        var victim = queues.1.head
         if victim == candidate && !candidateInWindow { victim = links.next(victim) }
-        if victim == -1 { victim = list(Self.protected).pointee.head }
+        if victim == -1 { victim = queues.2.head }
         if victim == -1 { return candidate }
         if candidate == -1 { return victim }
-        let candidateFrequency = s.pointee.sketch.frequency(links.hash(candidate))
-        let victimFrequency = s.pointee.sketch.frequency(links.hash(victim))
+        let candidateFrequency = sketch.frequency(links.hash(candidate))
+        let victimFrequency = sketch.frequency(links.hash(victim))
         if candidateFrequency > victimFrequency { return victim }
         if candidateFrequency >= 6 {
             // xorshift64: deterministic, so replays repeat exactly.
-            var x = s.pointee.random
+            var x = random
             x ^= x << 13
             x ^= x >> 7
             x ^= x << 17
-            s.pointee.random = x
+            random = x
             if x & 127 == 0 { return victim }
         }
         return candidate
@@ -324,10 +332,8 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
 
     @inlinable
     func firstVictim(links: _SlotLinks) -> Int32 {
-        let probation = list(Self.probation).pointee.head
-        if probation != -1 { return probation }
-        let protected = list(Self.protected).pointee.head
-        return protected != -1 ? protected : list(Self.window).pointee.head
+        if queues.1.head != -1 { return queues.1.head }
+        return queues.2.head != -1 ? queues.2.head : queues.0.head
     }
 
     @inlinable
@@ -337,7 +343,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         var q = queue(of: slot)
         while q != Self.window {
             q = q == Self.probation ? Self.protected : Self.window
-            if list(q).pointee.head != -1 { return list(q).pointee.head }
+            if head(q) != -1 { return head(q) }
         }
         return -1
     }
@@ -345,42 +351,42 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     // MARK: Hill climbing
 
     @inlinable
-    func climbIfSampled(links: _SlotLinks) {
-        let s = state
-        if s.pointee.hitsInSample + s.pointee.missesInSample >= s.pointee.climbSample {
+    mutating func climbIfSampled(links: _SlotLinks) {
+        if hitsInSample + missesInSample >= climbSample {
             climb(links: links)
         }
     }
 
     /// Compares this sample's hit ratio with the last one's and moves the window share.
     @usableFromInline
-    func climb(links: _SlotLinks) {
-        let s = state
-        let c = Double(s.pointee.capacity > 0 ? s.pointee.capacity : totalCount)
-        let requests = s.pointee.hitsInSample + s.pointee.missesInSample
-        let hitRate = Double(s.pointee.hitsInSample) / Double(requests)
-        let change = hitRate - s.pointee.previousHitRate
-        let amount = change >= 0 ? s.pointee.stepSize : -s.pointee.stepSize
-        s.pointee.stepSize =
-            abs(change) >= 0.05 ? 0.0625 * c * (amount >= 0 ? 1 : -1) : 0.98 * amount
-        s.pointee.previousHitRate = hitRate
-        s.pointee.hitsInSample = 0
-        s.pointee.missesInSample = 0
+    mutating func climb(links: _SlotLinks) {
+        let c = Double(capacity > 0 ? capacity : residentCount)
+        let requests = hitsInSample + missesInSample
+        let hitRate = Double(hitsInSample) / Double(requests)
+        let change = hitRate - previousHitRate
+        let amount = change >= 0 ? stepSize : -stepSize
+        stepSize = abs(change) >= 0.05 ? 0.0625 * c * (amount >= 0 ? 1 : -1) : 0.98 * amount
+        previousHitRate = hitRate
+        hitsInSample = 0
+        missesInSample = 0
         let adjustment = Int(amount)
         if adjustment > 0 {
-            let quota = Swift.min(adjustment, s.pointee.protectedMax)
-            s.pointee.protectedMax -= quota
-            s.pointee.windowMax += quota
+            let quota = Swift.min(adjustment, protectedMax)
+            protectedMax -= quota
+            windowMax += quota
             demoteProtectedOverflow(links: links)
         } else if adjustment < 0 {
-            let quota = Swift.min(-adjustment, s.pointee.windowMax - 1)
-            s.pointee.windowMax -= quota
-            s.pointee.protectedMax += quota
+            let quota = Swift.min(-adjustment, windowMax - 1)
+            windowMax -= quota
+            protectedMax += quota
             // The window's excess moves to probation with the next new entry (measured better on
             // loops than moving it at once).
         }
     }
+}
 
+extension _PolicyBox where Policy == _WTinyLFUPolicy {
+    /// The sketch's estimate for `hash` (for tests).
     @inlinable
-    var totalCount: Int { count(0).pointee + count(1).pointee + count(2).pointee }
+    func frequency(_ hash: UInt32) -> Int { state.pointee.frequency(hash) }
 }
