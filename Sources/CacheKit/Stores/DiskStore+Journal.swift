@@ -16,6 +16,9 @@ enum _DiskRecord: Equatable {
     case touch(ids: [UInt64])
     /// The store was closed: nothing was left half done.
     case closed
+    /// Ids below `upTo` may be given to entry files from now on (so, after a crash, any file
+    /// with a lower id that no entry has is a leftover).
+    case reserve(upTo: UInt64)
 }
 
 /// A ``DiskStore``'s index on disk: an append-only journal of checksummed records, replayed
@@ -31,7 +34,8 @@ enum _DiskRecord: Equatable {
 ///   seconds since 1970 (8), key length (2), key (UTF-8);
 /// - 2, remove: id (8);
 /// - 3, touch: count *c* (2, at most ``maximumTouches``), *c* ids (8 each);
-/// - 4, closed: nothing.
+/// - 4, closed: nothing;
+/// - 5, reserve: the id below which entry files may exist (8).
 struct _DiskJournal {
     static let magic: [UInt8] = [0x89, 0x43, 0x4B, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
     static let version: UInt16 = 1
@@ -88,6 +92,9 @@ struct _DiskJournal {
             for id in ids { _DiskBytes.append(id, to: &payload) }
         case .closed:
             payload.append(4)
+        case .reserve(let upTo):
+            payload.append(5)
+            _DiskBytes.append(upTo, to: &payload)
         }
         var crc = _CRC32()
         crc.update(payload)
@@ -121,6 +128,9 @@ struct _DiskJournal {
             return .touch(ids: (0..<Int(count)).map { _ in reader.read(UInt64.self)! })
         case 4:
             return reader.remaining == 0 ? .closed : nil
+        case 5:
+            guard let upTo = reader.read(UInt64.self), reader.remaining == 0 else { return nil }
+            return .reserve(upTo: upTo)
         default:
             return nil
         }
@@ -331,6 +341,8 @@ struct _DiskJournal {
                 }
             case .closed:
                 replay.closedCleanly = true
+            case .reserve(let upTo):
+                replay.nextId = max(replay.nextId, upTo)
             }
             offset += 8 + length
             records += 1

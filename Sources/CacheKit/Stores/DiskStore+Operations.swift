@@ -96,8 +96,7 @@ extension DiskStore {
         }
         let (id, generation) = try state.withLock { state throws(CacheStoreError) in
             try state.checkOpen()
-            defer { state.nextId += 1 }
-            return (state.nextId, state.generation)
+            return (try state.allocateId(), state.generation)
         }
         var failure: CacheStoreError?
         do {
@@ -147,7 +146,7 @@ extension DiskStore {
         var after = _DiskAftermath()
         try state.withLock { state throws(CacheStoreError) in
             try state.checkOpen()
-            try state.journal.rewrite([], nextId: state.nextId)
+            try state.journal.rewrite([], nextId: max(state.nextId, state.reservedUpTo))
             state.touches.removeAll()
             state.index.removeAll()
             _ = state.removals.take()

@@ -30,11 +30,16 @@ struct _DiskAftermath {
 struct _DiskStoreState {
     /// Reads between two touch records in the journal.
     static let touchBatch = 64
+    /// Ids reserved in the journal at a time.
+    static let reservation: UInt64 = 1_024
 
     let index: SerialCache<String, _DiskEntryInfo>
     let removals = _DiskRemovals()
     var journal: _DiskJournal
     var nextId: UInt64
+    /// The journal allows ids below this one: ``allocateId()`` journals a new reserve before
+    /// giving out an id at or above it.
+    var reservedUpTo: UInt64
     /// Counts `removeAll()` calls: a write that began before one is removed by it.
     var generation: UInt64 = 0
     /// Entries read since the last touch record.
@@ -49,6 +54,7 @@ struct _DiskStoreState {
         index = SerialCache(countLimit: countLimit, totalCostLimit: byteLimit, policy: policy)
         self.journal = journal
         self.nextId = nextId
+        reservedUpTo = nextId
         lockDescriptor = lock
         index.removalHandler = { [removals] removal in removals.removed.append(removal) }
     }
@@ -99,8 +105,19 @@ struct _DiskStoreState {
     /// so a replay rebuilds the same order.
     mutating func compact() throws(CacheStoreError) {
         let entries = index.entries.map { (key: $0.key, info: $0.value) }
-        try journal.rewrite(entries, nextId: nextId)
+        try journal.rewrite(entries, nextId: max(nextId, reservedUpTo))
         touches.removeAll()
+    }
+
+    /// The id for a new entry file. Ids are reserved in the journal in blocks, before they are
+    /// given out, so that no run gives out an id an earlier run may have used.
+    mutating func allocateId() throws(CacheStoreError) -> UInt64 {
+        if nextId >= reservedUpTo {
+            try log([.reserve(upTo: nextId + Self.reservation)])
+            reservedUpTo = nextId + Self.reservation
+        }
+        defer { nextId += 1 }
+        return nextId
     }
 
     /// Compacts the journal if it is long; a failure is reported, the journal stays as it is.
@@ -198,6 +215,9 @@ struct _DiskStoreState {
         try? log([.closed])
         journal.sync()
         journal.closeFile()
+        // Unlocked explicitly, not only by closing: a child process this process is starting
+        // shares the descriptor until it executes its program, and would hold the lock meanwhile.
+        flock(lockDescriptor, LOCK_UN)
         close(lockDescriptor)
         lockDescriptor = -1
     }
