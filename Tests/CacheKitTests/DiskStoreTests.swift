@@ -235,6 +235,22 @@ struct DiskStoreTests {
         try await second.close()
     }
 
+    @Test("reopening with a lower byte limit drops what no longer fits, files included")
+    func lowerLimitsOnReopening() async throws {
+        var store = try await open(byteLimit: 1_000)
+        try await store.setEntry(Data(count: 600), forKey: "large", expiresAt: nil)
+        try await store.setEntry(Data(count: 100), forKey: "small", expiresAt: nil)
+        try await store.close()
+        store = try await open(byteLimit: 500)
+        #expect(try await store.usage() == CacheStoreUsage(count: 1, bytes: 100))
+        #expect(try await store.entry(forKey: "large") == nil)
+        try await store.close()
+        #expect(directory.entryFiles().count == 1)
+        store = try await open(byteLimit: 1_000)
+        #expect(try await store.usage() == CacheStoreUsage(count: 1, bytes: 100), "the drop was journaled")
+        try await store.close()
+    }
+
     @Test("the eviction order survives a restart: the entries read recently stay")
     func accessOrderSurvivesRestart() async throws {
         var store = try await open(countLimit: 100)

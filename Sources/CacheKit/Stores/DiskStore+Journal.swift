@@ -44,8 +44,9 @@ struct _DiskJournal {
     static let maximumTouches = 256
     /// The largest value length a record may give: far above any real limit, far below overflow.
     static let maximumValueLength: UInt64 = 1 << 48
-    /// The largest journal read: an index larger than this is taken for damage.
-    static let maximumLength = 1 << 32
+    /// The largest journal read (1 GiB, some millions of entries at twice their records): a
+    /// larger one is taken for damage rather than read into memory.
+    static let maximumLength = 1 << 30
 
     let paths: _DiskPaths
     let faults: _DiskFaults

@@ -78,7 +78,11 @@ struct _DiskStoreState {
                 dropped = true
                 continue
             }
-            index.setValue(info, forKey: key, cost: info.size)
+            // Refused when larger than the byte limit (lowered since the entry was written).
+            if !index.setValue(info, forKey: key, cost: info.size).isStored {
+                after.unlink.append(info.id)
+                dropped = true
+            }
         }
         for removal in removals.take() {
             after.unlink.append(removal.value.id)

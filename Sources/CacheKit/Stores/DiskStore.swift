@@ -42,8 +42,10 @@ import Musl
 ///   A value larger than `byteLimit` is refused with ``CacheStoreError/tooLarge(key:bytes:limit:)``
 ///   and the key's older entry is removed: the store never answers with a value older than
 ///   the last write for its key.
+///   Eviction runs inline, down to the limits and no further: no background trim.
 /// - **Deadlines** are dates on the store's ``WallClock``. An expired entry is never returned;
-///   a read that finds one drops it, and opening drops all that have expired.
+///   a read that finds one drops it, and opening drops all that have expired. Until then it
+///   counts in ``usage()`` and is evicted like any other entry.
 /// - **Concurrency.** The state (index and journal) is guarded by a `Mutex`. Entry files are
 ///   written and read outside it; the journal append that makes a write visible happens under
 ///   it, so the journal's order is the index's. Files are removed and problems reported after
