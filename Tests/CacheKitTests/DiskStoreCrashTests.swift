@@ -32,7 +32,11 @@ struct DiskStoreCrashTests {
         guard stored == hash else { return nil }
         // Split as bytes: the random tail may begin with a combining mark, which joins a `|`
         // into another character.
-        let fields = bytes.dropLast(8).split(separator: UInt8(ascii: "|"), maxSplits: 2, omittingEmptySubsequences: false)
+        let fields = bytes.dropLast(8).split(
+            separator: UInt8(ascii: "|"),
+            maxSplits: 2,
+            omittingEmptySubsequences: false
+        )
         guard fields.count == 3, fields[0].elementsEqual(key.utf8) else { return nil }
         return UInt64(String(decoding: fields[1], as: UTF8.self))
     }
@@ -100,7 +104,8 @@ struct DiskStoreCrashTests {
             #expect(dropped == 0, "cycle \(cycle): a crash alone damages no entry: \(problems.all)")
             try await store.close()
             let files = directory.entryFiles().count
-            let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: directory.entries.path))?
+            let leftovers =
+                (try? FileManager.default.contentsOfDirectory(atPath: directory.entries.path))?
                 .filter { $0.hasSuffix(".tmp") } ?? []
             #expect(files == found && leftovers.isEmpty, "cycle \(cycle): files no entry lists are removed")
         }

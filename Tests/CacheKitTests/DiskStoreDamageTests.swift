@@ -1,6 +1,7 @@
-@testable import CacheKit
 import Foundation
 import Testing
+
+@testable import CacheKit
 
 #if canImport(Glibc)
 import Glibc
@@ -119,7 +120,11 @@ struct DiskStoreDamageTests {
             await #expect {
                 try await open()
             } throws: { error in
-                if case .corrupted(let path, _) = error as? CacheStoreError { path.hasSuffix("/journal") } else { false }
+                if case .corrupted(let path, _) = error as? CacheStoreError {
+                    path.hasSuffix("/journal")
+                } else {
+                    false
+                }
             }
             #expect(try Data(contentsOf: directory.journal) == bytes, "the journal is never overwritten")
         }
@@ -132,13 +137,22 @@ struct DiskStoreDamageTests {
         var bytes = try Data(contentsOf: directory.journal)
         bytes[8] = 2
         try bytes.write(to: directory.journal)
-        await #expect(throws: CacheStoreError.newerFormat(path: directory.journal.standardizedFileURL.path, found: 2, supported: 1)) {
+        await #expect(
+            throws: CacheStoreError.newerFormat(
+                path: directory.journal.standardizedFileURL.path,
+                found: 2,
+                supported: 1
+            )
+        ) {
             try await open()
         }
         #expect(try Data(contentsOf: directory.journal) == bytes)
     }
 
-    @Test("a full disk fails writes with ioFailure; the store stays usable and consistent", arguments: _DiskWriteTarget.allCases)
+    @Test(
+        "a full disk fails writes with ioFailure; the store stays usable and consistent",
+        arguments: _DiskWriteTarget.allCases
+    )
     func fullDisk(target: _DiskWriteTarget) async throws {
         let store = try await open(byteLimit: 180)
         for i in 0..<5 { try await store.setEntry(testValue("k\(i)", i), forKey: "k\(i)", expiresAt: nil) }

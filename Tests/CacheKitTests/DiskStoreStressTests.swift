@@ -29,7 +29,11 @@ struct DiskStoreStressTests {
                             case 0..<9:
                                 let version = task * 1_000 + step
                                 let size = Int.random(in: 0...140, using: &generator)
-                                try await store.setEntry(Self.value(key, version, size: size), forKey: key, expiresAt: nil)
+                                try await store.setEntry(
+                                    Self.value(key, version, size: size),
+                                    forKey: key,
+                                    expiresAt: nil
+                                )
                             case 9..<16:
                                 if let entry = try await store.entry(forKey: key) {
                                     #expect(Self.isValid(entry.value, key: key), "\(key) read back damaged")

@@ -95,7 +95,9 @@ struct DiskStoreTests {
     @Test("remove and removeAll empty the store and its directory; usage counts value bytes")
     func removeAndRemoveAll() async throws {
         let store = try await open()
-        for i in 0..<5 { try await store.setEntry(testValue("k\(i)", 0, size: 10 * i), forKey: "k\(i)", expiresAt: nil) }
+        for i in 0..<5 {
+            try await store.setEntry(testValue("k\(i)", 0, size: 10 * i), forKey: "k\(i)", expiresAt: nil)
+        }
         #expect(try await store.usage() == CacheStoreUsage(count: 5, bytes: 100))
         #expect(try await store.removeEntry(forKey: "k1"))
         #expect(try await !store.removeEntry(forKey: "k1"))
@@ -134,7 +136,11 @@ struct DiskStoreTests {
         let deadline = Date(timeIntervalSince1970: 1_800_000_500)
         var store = try await open()
         for i in 0..<20 {
-            try await store.setEntry(testValue("k\(i)", i), forKey: "k\(i)", expiresAt: i.isMultiple(of: 2) ? deadline : nil)
+            try await store.setEntry(
+                testValue("k\(i)", i),
+                forKey: "k\(i)",
+                expiresAt: i.isMultiple(of: 2) ? deadline : nil
+            )
         }
         try await store.removeEntry(forKey: "k3")
         try await store.close()
@@ -203,7 +209,10 @@ struct DiskStoreTests {
             }
             let usage = try await store.usage()
             #expect(usage.count <= countLimit && usage.bytes <= byteLimit, "step \(step)")
-            #expect(usage == CacheStoreUsage(count: model.count, bytes: model.reduce(0) { $0 + $1.size }), "step \(step)")
+            #expect(
+                usage == CacheStoreUsage(count: model.count, bytes: model.reduce(0) { $0 + $1.size }),
+                "step \(step)"
+            )
         }
         try await store.close()
         #expect(directory.entryFiles().count == model.count, "evicted entries' files are removed")

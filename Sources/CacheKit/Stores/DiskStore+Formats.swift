@@ -55,9 +55,15 @@ enum _DiskEntryFile {
     static func decode(_ bytes: [UInt8], key: String, size: Int) -> Result<Data, _DiskEntryDamage> {
         let keyBytes = Array(key.utf8)
         let expected = headerSize + keyBytes.count + size
-        if bytes.count < expected { return .failure(_DiskEntryDamage(reason: "truncated: \(bytes.count) of \(expected) bytes")) }
-        if bytes.count > expected { return .failure(_DiskEntryDamage(reason: "longer than the \(expected) bytes its entry has")) }
-        guard bytes.starts(with: magic) else { return .failure(_DiskEntryDamage(reason: "not an entry file (wrong magic)")) }
+        if bytes.count < expected {
+            return .failure(_DiskEntryDamage(reason: "truncated: \(bytes.count) of \(expected) bytes"))
+        }
+        if bytes.count > expected {
+            return .failure(_DiskEntryDamage(reason: "longer than the \(expected) bytes its entry has"))
+        }
+        guard bytes.starts(with: magic) else {
+            return .failure(_DiskEntryDamage(reason: "not an entry file (wrong magic)"))
+        }
         var reader = _DiskBytes.Reader(bytes, from: magic.count)
         guard let version = reader.read(UInt16.self), version == self.version,
             let keyLength = reader.read(UInt16.self), Int(keyLength) == keyBytes.count,
@@ -67,14 +73,18 @@ enum _DiskEntryFile {
         var check = _CRC32()
         check.update(bytes[0..<24])
         check.update(bytes[headerSize..<(headerSize + keyBytes.count)])
-        guard check.value == headerCRC else { return .failure(_DiskEntryDamage(reason: "its header checksum does not match")) }
+        guard check.value == headerCRC else {
+            return .failure(_DiskEntryDamage(reason: "its header checksum does not match"))
+        }
         guard bytes[headerSize..<(headerSize + keyBytes.count)].elementsEqual(keyBytes) else {
             return .failure(_DiskEntryDamage(reason: "it holds another key"))
         }
         let value = bytes[(headerSize + keyBytes.count)...]
         var crc = _CRC32()
         crc.update(value)
-        guard crc.value == valueCRC else { return .failure(_DiskEntryDamage(reason: "its value checksum does not match")) }
+        guard crc.value == valueCRC else {
+            return .failure(_DiskEntryDamage(reason: "its value checksum does not match"))
+        }
         return .success(Data(value))
     }
 }

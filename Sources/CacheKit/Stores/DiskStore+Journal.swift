@@ -213,7 +213,10 @@ struct _DiskJournal {
     /// Opens the journal in `paths`, creating an empty one if there is none, and replays it.
     /// A torn last record is cut off (and said so in the replay); anything else that is not a
     /// journal of this format throws, leaving the file as it is.
-    static func openAndReplay(_ paths: _DiskPaths, faults: _DiskFaults) throws(CacheStoreError) -> (_DiskJournal, Replay) {
+    static func openAndReplay(
+        _ paths: _DiskPaths,
+        faults: _DiskFaults
+    ) throws(CacheStoreError) -> (_DiskJournal, Replay) {
         var descriptor = open(paths.journal, O_RDWR | O_CLOEXEC)
         if descriptor < 0 {
             guard errno == ENOENT else { throw .ioFailure(path: paths.journal, operation: "open", errno: errno) }

@@ -151,7 +151,8 @@ extension DiskStore {
             state.index.removeAll()
             _ = state.removals.take()
             state.generation += 1
-            let removed = paths.root + "/" + _DiskPaths.removingPrefix + String(UInt64.random(in: 1...UInt64.max), radix: 16)
+            let removed =
+                paths.root + "/" + _DiskPaths.removingPrefix + String(UInt64.random(in: 1...UInt64.max), radix: 16)
             if rename(paths.entries, removed) == 0 {
                 let problemHandler = problemHandler
                 state.background.append(
@@ -164,7 +165,10 @@ extension DiskStore {
                     Task.detached { [paths] in Self.removeUnlisted(paths, live: [], below: nextId) }
                 )
                 after.problems.append(
-                    CacheStoreProblem(key: nil, error: .ioFailure(path: paths.entries, operation: "rename", errno: errno))
+                    CacheStoreProblem(
+                        key: nil,
+                        error: .ioFailure(path: paths.entries, operation: "rename", errno: errno)
+                    )
                 )
             }
             try _DiskIO.makeDirectory(paths.entries)

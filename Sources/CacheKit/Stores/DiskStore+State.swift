@@ -165,7 +165,11 @@ struct _DiskStoreState {
 
     /// Removes the entry for `key` if it is still entry `id` (or any entry, for `nil`): its
     /// removal journaled first, then the index changed. Returns the entry removed.
-    mutating func drop(_ key: String, id: UInt64? = nil, into after: inout _DiskAftermath) throws(CacheStoreError)
+    mutating func drop(
+        _ key: String,
+        id: UInt64? = nil,
+        into after: inout _DiskAftermath
+    ) throws(CacheStoreError)
         -> _DiskEntryInfo?
     {
         guard let info = index.peekValue(forKey: key), id == nil || info.id == id else { return nil }
