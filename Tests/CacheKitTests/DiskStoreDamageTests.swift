@@ -1,7 +1,6 @@
+import CacheKit
 import Foundation
 import Testing
-
-@testable import CacheKit
 
 #if canImport(Glibc)
 import Glibc

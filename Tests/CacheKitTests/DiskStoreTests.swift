@@ -133,7 +133,7 @@ struct DiskStoreTests {
 
     @Test("reopening keeps the entries, their values and their deadlines")
     func reopenKeepsEntries() async throws {
-        let deadline = Date(timeIntervalSince1970: 1_800_000_500)
+        let deadline = Date(timeIntervalSinceReferenceDate: 830_000_000.123_456_7)
         var store = try await open()
         for i in 0..<20 {
             try await store.setEntry(

@@ -31,7 +31,7 @@ enum _DiskRecord: Equatable {
 /// Record: payload length *n* (4 bytes, 1 to ``maximumPayload``), CRC32 of the payload
 /// (4 bytes), payload (*n* bytes): a type byte, then
 /// - 1, set: id (8), value length (8), has deadline (1), deadline as the bits of a `Double` of
-///   seconds since 1970 (8), key length (2), key (UTF-8);
+///   seconds since 2001 (`Date`'s own reference date, so it reads back exactly) (8), key length (2), key (UTF-8);
 /// - 2, remove: id (8);
 /// - 3, touch: count *c* (2, at most ``maximumTouches``), *c* ids (8 each);
 /// - 4, closed: nothing;
@@ -81,7 +81,7 @@ struct _DiskJournal {
             _DiskBytes.append(info.id, to: &payload)
             _DiskBytes.append(UInt64(info.size), to: &payload)
             payload.append(info.expiresAt == nil ? 0 : 1)
-            _DiskBytes.append((info.expiresAt?.timeIntervalSince1970 ?? 0).bitPattern, to: &payload)
+            _DiskBytes.append((info.expiresAt?.timeIntervalSinceReferenceDate ?? 0).bitPattern, to: &payload)
             _DiskBytes.append(UInt16(keyBytes.count), to: &payload)
             payload += keyBytes
         case .remove(let id):
@@ -117,7 +117,7 @@ struct _DiskJournal {
             else { return nil }
             let seconds = Double(bitPattern: deadline)
             guard seconds.isFinite else { return nil }
-            let expiresAt = hasDeadline == 1 ? Date(timeIntervalSince1970: seconds) : nil
+            let expiresAt = hasDeadline == 1 ? Date(timeIntervalSinceReferenceDate: seconds) : nil
             return .set(key: key, info: _DiskEntryInfo(id: id, size: Int(size), expiresAt: expiresAt))
         case 2:
             guard let id = reader.read(UInt64.self), reader.remaining == 0 else { return nil }

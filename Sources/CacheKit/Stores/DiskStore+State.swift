@@ -133,7 +133,11 @@ struct _DiskStoreState {
     /// Notes a read of entry `id`; every ``touchBatch`` reads go to the journal as one record.
     mutating func touch(_ id: UInt64) {
         touches.append(id)
-        if touches.count >= Self.touchBatch { flushTouches() }
+        guard touches.count >= Self.touchBatch else { return }
+        flushTouches()
+        // Reads alone grow the journal too. A failed compaction is retried at the next batch
+        // or write, which reports it.
+        if isJournalLong { try? compact() }
     }
 
     /// Journals the reads not yet journaled. Best effort: a lost batch costs only eviction order

@@ -94,8 +94,9 @@ public final class DiskStore: CacheStore {
     ///   - policy: Which entry leaves first when a limit is reached; LRU by default.
     ///   - clock: The clock deadlines are measured on; tests pass ``WallClock/manual(_:origin:)``.
     ///   - problemHandler: Hears what the store handled without failing a call (a damaged entry
-    ///     dropped, a torn journal record cut off, a failed background deletion). It runs on
-    ///     the calling task, after the store's lock is released; it may call the store.
+    ///     dropped, a torn journal record cut off, a failed background deletion). It runs
+    ///     without the store's lock held, on the calling task or on the background task that
+    ///     found the problem; it may call the store.
     /// - Throws: ``CacheStoreError/locked(path:)`` if another store has the directory;
     ///   ``CacheStoreError/corrupted(path:reason:)`` or
     ///   ``CacheStoreError/newerFormat(path:found:supported:)`` for a journal it cannot read;
@@ -150,9 +151,10 @@ public final class DiskStore: CacheStore {
         self.faults = faults
         self.state = Mutex(opened)
         let removed = _DiskIO.names(in: paths.root).filter { $0.hasPrefix(_DiskPaths.removingPrefix) }
+        let sweep = !replay.closedCleanly
         let cleanup = Task.detached { [paths, problemHandler] in
             for name in removed { Self.removeTree(paths.root + "/" + name, problemHandler: problemHandler) }
-            if !replay.closedCleanly { Self.removeUnlisted(paths, live: live, below: nextId) }
+            if sweep { Self.removeUnlisted(paths, live: live, below: nextId) }
         }
         state.withLock { $0.background.append(cleanup) }
         finish(after)
