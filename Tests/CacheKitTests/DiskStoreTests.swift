@@ -260,6 +260,19 @@ struct DiskStoreTests {
         try await store.close()
     }
 
+    @Test("a store released without close journals its reads and frees the directory")
+    func releasedWithoutClose() async throws {
+        var store: DiskStore? = try await open(countLimit: 3)
+        for key in ["a", "b", "c"] { try await store!.setEntry(Data(key.utf8), forKey: key, expiresAt: nil) }
+        _ = try await store!.entry(forKey: "a")
+        store = nil
+        let reopened = try await open(countLimit: 3)
+        try await reopened.setEntry(Data("d".utf8), forKey: "d", expiresAt: nil)  // evicts b, read least recently
+        #expect(try await reopened.entry(forKey: "b") == nil)
+        #expect(try await reopened.entry(forKey: "a")?.value == Data("a".utf8))
+        try await reopened.close()
+    }
+
     @Test("the eviction order survives a restart: the entries read recently stay")
     func accessOrderSurvivesRestart() async throws {
         var store = try await open(countLimit: 100)

@@ -22,7 +22,7 @@ extension DiskStore {
         for _ in 0..<8 {
             let now = clock.now()
             var after = _DiskAftermath()
-            let found = try state.withLock { state throws(CacheStoreError) -> _DiskEntryInfo? in
+            let found = try withState { state throws(CacheStoreError) -> _DiskEntryInfo? in
                 try state.checkOpen()
                 guard let info = state.index.peekValue(forKey: key) else { return nil }
                 if let deadline = info.expiresAt, deadline <= now {
@@ -49,7 +49,7 @@ extension DiskStore {
                 damage = .corrupted(path: path, reason: "the entry file is missing")
             }
             var report = _DiskAftermath()
-            let dropped = state.withLock { state -> Bool in
+            let dropped = withState { state -> Bool in
                 guard !state.isClosed, state.index.peekValue(forKey: key)?.id == info.id else { return false }
                 do throws(CacheStoreError) {
                     _ = try state.drop(key, id: info.id, into: &report)
@@ -82,7 +82,7 @@ extension DiskStore {
         try Self.validate(key: key)
         var after = _DiskAftermath()
         guard value.count <= byteLimit else {
-            let failure = state.withLock { state -> CacheStoreError? in
+            let failure = withState { state -> CacheStoreError? in
                 do throws(CacheStoreError) {
                     try state.checkOpen()
                     _ = try state.drop(key, into: &after)
@@ -94,7 +94,7 @@ extension DiskStore {
             finish(after)
             throw failure ?? .tooLarge(key: key, bytes: value.count, limit: byteLimit)
         }
-        let (id, generation) = try state.withLock { state throws(CacheStoreError) in
+        let (id, generation) = try withState { state throws(CacheStoreError) in
             try state.checkOpen()
             return (try state.allocateId(), state.generation)
         }
@@ -111,7 +111,7 @@ extension DiskStore {
             failure = error
         }
         let info = _DiskEntryInfo(id: id, size: value.count, expiresAt: expiresAt)
-        let result = state.withLock { state in
+        let result = withState { state in
             state.commit(key, info, generation: generation, failure: failure, into: &after)
         }
         finish(after)
@@ -127,7 +127,7 @@ extension DiskStore {
         try Self.validate(key: key)
         let now = clock.now()
         var after = _DiskAftermath()
-        let removed = try state.withLock { state throws(CacheStoreError) in
+        let removed = try withState { state throws(CacheStoreError) in
             try state.checkOpen()
             return try state.drop(key, into: &after)
         }
@@ -144,7 +144,7 @@ extension DiskStore {
     /// - Complexity: O(1) under the lock, plus writing and flushing a new journal.
     public func removeAll() async throws(CacheStoreError) {
         var after = _DiskAftermath()
-        try state.withLock { state throws(CacheStoreError) in
+        try withState { state throws(CacheStoreError) in
             try state.checkOpen()
             try state.journal.rewrite([], nextId: max(state.nextId, state.reservedUpTo))
             state.touches.removeAll()
