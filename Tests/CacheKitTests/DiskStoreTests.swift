@@ -260,6 +260,34 @@ struct DiskStoreTests {
         try await store.close()
     }
 
+    @Test("the journal is compacted as it grows, by writes and by reads, and replays to the same entries")
+    func compaction() async throws {
+        var store = try await open(countLimit: 10)
+        for step in 0..<2_000 {
+            try await store.setEntry(testValue("k\(step % 20)", step), forKey: "k\(step % 20)", expiresAt: nil)
+        }
+        for _ in 0..<200 { for i in 10..<20 { _ = try await store.entry(forKey: "k\(i)") } }
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: directory.journal.path)[.size] as? Int)
+        #expect(size < 60_000, "2 000 writes and 2 000 reads of ten entries leave a short journal")
+        try await store.close()
+        store = try await open(countLimit: 10)
+        #expect(try await store.usage() == CacheStoreUsage(count: 10, bytes: 320))
+        for i in 10..<20 { #expect(try await store.entry(forKey: "k\(i)")?.value == testValue("k\(i)", 1_980 + i)) }
+        try await store.close()
+        #expect(directory.entryFiles().count == 10)
+    }
+
+    @Test("closing at once from two tasks: both return with the directory free")
+    func concurrentClose() async throws {
+        let store = try await open()
+        try await store.removeAll()  // leaves a background deletion for close to wait for
+        async let first: Void = store.close()
+        async let second: Void = store.close()
+        _ = try await (first, second)
+        let reopened = try await open()
+        try await reopened.close()
+    }
+
     @Test("a store released without close journals its reads and frees the directory")
     func releasedWithoutClose() async throws {
         var store: DiskStore? = try await open(countLimit: 3)

@@ -49,6 +49,8 @@ struct _DiskStoreState {
     var lockDescriptor: Int32
     /// Deletions of removed entries in the background, which `close()` awaits.
     var background: [Task<Void, Never>] = []
+    /// The first `close()`'s work, which later calls await too.
+    var closing: Task<Void, Never>?
 
     init(journal: _DiskJournal, nextId: UInt64, lock: Int32, countLimit: Int, byteLimit: Int, policy: EvictionPolicy) {
         index = SerialCache(countLimit: countLimit, totalCostLimit: byteLimit, policy: policy)

@@ -176,16 +176,21 @@ public final class DiskStore: CacheStore {
 
     /// Waits for the background deletions, journals the pending reads and a clean close,
     /// flushes the journal and releases the directory's lock. Later calls throw
-    /// ``CacheStoreError/closed(path:)``; closing twice is harmless.
+    /// ``CacheStoreError/closed(path:)``; closing twice is harmless, and every `close()`
+    /// returns once the lock is released.
     public func close() async throws(CacheStoreError) {
-        let background = withState { state -> [Task<Void, Never>]? in
-            guard !state.isClosed else { return nil }
+        let closing = withState { state -> Task<Void, Never> in
+            if let closing = state.closing { return closing }
             state.isClosed = true
-            return state.background
+            let background = state.background
+            let closing = Task {
+                for task in background { await task.value }
+                self.withState { $0.shutDown() }
+            }
+            state.closing = closing
+            return closing
         }
-        guard let background else { return }
-        for task in background { await task.value }
-        withState { $0.shutDown() }
+        await closing.value
     }
 
     /// Runs `body` with the state while holding the lock, the lock's happens-before edges
