@@ -174,6 +174,22 @@ enum _DiskIO {
         return bytes
     }
 
+    /// Reads from `descriptor` at `offset` until `buffer` is full or the file ends: the bytes
+    /// read, or minus the error number.
+    static func readFully(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        var filled = 0
+        while filled < buffer.count {
+            let result = pread(descriptor, buffer.baseAddress! + filled, buffer.count - filled, off_t(offset + filled))
+            if result < 0 {
+                if errno == EINTR { continue }
+                return -Int(errno)
+            }
+            if result == 0 { break }
+            filled += result
+        }
+        return filled
+    }
+
     /// Removes the directory at `path` and everything in it.
     static func removeTree(_ path: String) throws(CacheStoreError) {
         do {

@@ -1,5 +1,11 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// What the index holds for one entry: its file's id, its value's size and its deadline.
 struct _DiskEntryInfo: Sendable, Hashable {
     /// Names the entry file (`entries/<id>`); never given to another entry.
@@ -47,45 +53,60 @@ enum _DiskEntryFile {
         return bytes
     }
 
-    /// The size of the file for a value of `size` bytes under `key`.
-    static func fileSize(key: String, size: Int) -> Int { headerSize + key.utf8.count + size }
-
-    /// The value in `bytes`, a whole entry file expected to hold `size` bytes for `key`, or why
-    /// it is damaged.
-    static func decode(_ bytes: [UInt8], key: String, size: Int) -> Result<Data, _DiskEntryDamage> {
+    /// The value in the entry file at `path`, expected to hold `size` bytes for `key`, or how
+    /// the file is damaged. Reads the header, then the value straight into its `Data`.
+    ///
+    /// - Throws: ``CacheStoreError/ioFailure(path:operation:errno:)`` if the file cannot be
+    ///   opened or read (`open` with `ENOENT` when it is missing).
+    static func read(_ path: String, key: String, size: Int) throws(CacheStoreError) -> Result<Data, _DiskEntryDamage> {
         let keyBytes = Array(key.utf8)
-        let expected = headerSize + keyBytes.count + size
-        if bytes.count < expected {
-            return .failure(_DiskEntryDamage(reason: "truncated: \(bytes.count) of \(expected) bytes"))
+        let headerAndKey = headerSize + keyBytes.count
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .ioFailure(path: path, operation: "open", errno: errno) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw .ioFailure(path: path, operation: "fstat", errno: errno) }
+        let expected = headerAndKey + size
+        if Int(status.st_size) < expected {
+            return .failure(_DiskEntryDamage(reason: "truncated: \(status.st_size) of \(expected) bytes"))
         }
-        if bytes.count > expected {
+        if Int(status.st_size) > expected {
             return .failure(_DiskEntryDamage(reason: "longer than the \(expected) bytes its entry has"))
         }
-        guard bytes.starts(with: magic) else {
+        var header = [UInt8](repeating: 0, count: headerAndKey)
+        let headerRead = header.withUnsafeMutableBytes { _DiskIO.readFully(descriptor, into: $0, at: 0) }
+        var value = Data(count: size)
+        let valueRead = value.withUnsafeMutableBytes { _DiskIO.readFully(descriptor, into: $0, at: headerAndKey) }
+        if headerRead < 0 || valueRead < 0 {
+            throw .ioFailure(path: path, operation: "read", errno: -Int32(min(headerRead, valueRead)))
+        }
+        guard headerRead == headerAndKey, valueRead == size else {
+            return .failure(_DiskEntryDamage(reason: "cut short while it was read"))
+        }
+        guard header.starts(with: magic) else {
             return .failure(_DiskEntryDamage(reason: "not an entry file (wrong magic)"))
         }
-        var reader = _DiskBytes.Reader(bytes, from: magic.count)
+        var reader = _DiskBytes.Reader(header, from: magic.count)
         guard let version = reader.read(UInt16.self), version == self.version,
             let keyLength = reader.read(UInt16.self), Int(keyLength) == keyBytes.count,
             let valueLength = reader.read(UInt64.self), valueLength == UInt64(size),
             let valueCRC = reader.read(UInt32.self), let headerCRC = reader.read(UInt32.self)
         else { return .failure(_DiskEntryDamage(reason: "its header does not match the entry")) }
         var check = _CRC32()
-        check.update(bytes[0..<24])
-        check.update(bytes[headerSize..<(headerSize + keyBytes.count)])
+        check.update(header[0..<24])
+        check.update(header[headerSize...])
         guard check.value == headerCRC else {
             return .failure(_DiskEntryDamage(reason: "its header checksum does not match"))
         }
-        guard bytes[headerSize..<(headerSize + keyBytes.count)].elementsEqual(keyBytes) else {
+        guard header[headerSize...].elementsEqual(keyBytes) else {
             return .failure(_DiskEntryDamage(reason: "it holds another key"))
         }
-        let value = bytes[(headerSize + keyBytes.count)...]
         var crc = _CRC32()
-        crc.update(value)
+        value.withUnsafeBytes { crc.update($0) }
         guard crc.value == valueCRC else {
             return .failure(_DiskEntryDamage(reason: "its value checksum does not match"))
         }
-        return .success(Data(value))
+        return .success(value)
     }
 }
 

@@ -39,8 +39,7 @@ extension DiskStore {
             let path = paths.entry(info.id)
             let damage: CacheStoreError
             do {
-                let bytes = try _DiskIO.read(path, upTo: _DiskEntryFile.fileSize(key: key, size: info.size) + 1)
-                switch _DiskEntryFile.decode(bytes, key: key, size: info.size) {
+                switch try _DiskEntryFile.read(path, key: key, size: info.size) {
                 case .success(let value): return StoredEntry(value: value, expiresAt: info.expiresAt)
                 case .failure(let failure): damage = .corrupted(path: path, reason: failure.reason)
                 }
