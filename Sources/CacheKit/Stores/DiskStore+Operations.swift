@@ -152,21 +152,19 @@ extension DiskStore {
             state.generation += 1
             let removed =
                 paths.root + "/" + _DiskPaths.removingPrefix + String(UInt64.random(in: 1...UInt64.max), radix: 16)
-            if rename(paths.entries, removed) == 0 {
+            let renamed = rename(paths.entries, removed) == 0
+            let error = errno
+            if renamed {
                 let problemHandler = problemHandler
-                state.background.append(
-                    Task.detached { Self.removeTree(removed, problemHandler: problemHandler) }
-                )
-            } else if errno != ENOENT {
+                startInBackground(&state) { Self.removeTree(removed, problemHandler: problemHandler) }
+            } else if error != ENOENT {
                 // The old files stay where they were, listed nowhere: deleted one by one instead.
                 let nextId = state.nextId
-                state.background.append(
-                    Task.detached { [paths] in Self.removeUnlisted(paths, live: [], below: nextId) }
-                )
+                startInBackground(&state) { [paths] in Self.removeUnlisted(paths, live: [], below: nextId) }
                 after.problems.append(
                     CacheStoreProblem(
                         key: nil,
-                        error: .ioFailure(path: paths.entries, operation: "rename", errno: errno)
+                        error: .ioFailure(path: paths.entries, operation: "rename", errno: error)
                     )
                 )
             }

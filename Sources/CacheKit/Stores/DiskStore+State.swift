@@ -47,8 +47,9 @@ struct _DiskStoreState {
     var isClosed = false
     /// Holds the directory's lock until closed.
     var lockDescriptor: Int32
-    /// Deletions of removed entries in the background, which `close()` awaits.
-    var background: [Task<Void, Never>] = []
+    /// Deletions in the background that are still running, which `close()` awaits, by number.
+    var background: [Int: Task<Void, Never>] = [:]
+    var backgroundStarted = 0
     /// The first `close()`'s work, which later calls await too.
     var closing: Task<Void, Never>?
 

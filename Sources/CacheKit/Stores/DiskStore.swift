@@ -152,11 +152,12 @@ public final class DiskStore: CacheStore {
         self.state = Mutex(opened)
         let removed = _DiskIO.names(in: paths.root).filter { $0.hasPrefix(_DiskPaths.removingPrefix) }
         let sweep = !replay.closedCleanly
-        let cleanup = Task.detached { [paths, problemHandler] in
-            for name in removed { Self.removeTree(paths.root + "/" + name, problemHandler: problemHandler) }
-            if sweep { Self.removeUnlisted(paths, live: live, below: nextId) }
+        withState { state in
+            startInBackground(&state) { [paths, problemHandler] in
+                for name in removed { Self.removeTree(paths.root + "/" + name, problemHandler: problemHandler) }
+                if sweep { Self.removeUnlisted(paths, live: live, below: nextId) }
+            }
         }
-        withState { $0.background.append(cleanup) }
         finish(after)
     }
 
@@ -182,7 +183,7 @@ public final class DiskStore: CacheStore {
         let closing = withState { state -> Task<Void, Never> in
             if let closing = state.closing { return closing }
             state.isClosed = true
-            let background = state.background
+            let background = Array(state.background.values)
             let closing = Task {
                 for task in background { await task.value }
                 self.withState { $0.shutDown() }
@@ -201,6 +202,17 @@ public final class DiskStore: CacheStore {
             _ThreadSanitizer.acquire?(address)
             defer { _ThreadSanitizer.release?(address) }
             return try body(&state)
+        }
+    }
+
+    /// Runs `work` in a task of its own, which ``close()`` awaits and which forgets itself when
+    /// done. Called under the lock.
+    func startInBackground(_ state: inout _DiskStoreState, _ work: @escaping @Sendable () -> Void) {
+        let number = state.backgroundStarted
+        state.backgroundStarted += 1
+        state.background[number] = Task.detached { [weak self] in
+            work()
+            self?.withState { _ = $0.background.removeValue(forKey: number) }
         }
     }
 
