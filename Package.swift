@@ -94,10 +94,16 @@ let package = Package(
             name: "CacheKitCrashHelper",
             dependencies: ["CacheKit"]
         ),
+        // Writes and removes DiskStore entries in a loop until killed: the store's crash test runs
+        // it (not a product).
+        .executableTarget(
+            name: "CacheKitStoreCrashHelper",
+            dependencies: ["CacheKit"]
+        ),
         .testTarget(
             name: "CacheKitTests",
-            // The crash helper is a dependency only so that SwiftPM builds it before the tests.
-            dependencies: ["CacheKit", "CacheKitCrashHelper"]
+            // The crash helpers are dependencies only so that SwiftPM builds them before the tests.
+            dependencies: ["CacheKit", "CacheKitCrashHelper", "CacheKitStoreCrashHelper"]
         ),
         .testTarget(
             name: "CacheKitSimulatorTests",

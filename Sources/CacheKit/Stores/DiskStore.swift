@@ -1,0 +1,252 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A ``CacheStore`` that keeps a file per entry in a directory it owns: for values of
+/// kilobytes to megabytes beneath a memory cache.
+///
+/// ```swift
+/// let store = try await DiskStore(directory: cachesURL.appendingPathComponent("images"),
+///                                  byteLimit: 500 << 20)
+/// try await store.setEntry(png, forKey: "avatar/42", expiresAt: .now.addingTimeInterval(86_400))
+/// let hit = try await store.entry(forKey: "avatar/42")?.value
+/// ```
+///
+/// ## Design
+/// - **One owner.** The store takes an advisory lock (`flock`) on `lock` in its directory and
+///   holds it until ``close()`` or deinit; a second store on the directory, in this process or
+///   another, gets ``CacheStoreError/locked(path:)``.
+/// - **Its own index.** Entries are listed in `journal`, an append-only file of checksummed,
+///   length-prefixed records (set, remove, a batch of reads, closed). Opening replays it and
+///   never lists or stats the entry files, so it costs the same however large the values are.
+///   When the journal holds more than about twice the live entries' records, it is rewritten
+///   from the index (a new file flushed, then renamed over it). A torn last record, which a
+///   crash during an append leaves, is cut off and reported to the problem handler; a journal
+///   of a newer format gives ``CacheStoreError/newerFormat(path:found:supported:)``, and one
+///   that is not a journal, or damaged before its last record, gives
+///   ``CacheStoreError/corrupted(path:reason:)`` and is left as it is.
+/// - **A file per entry**, `entries/<id>`, named by an id no other entry is given, so that a
+///   file is never rewritten in place and a read needs no lock. The file is written to a
+///   temporary name, flushed and renamed, and holds a header (magic, key, value length, CRC32
+///   of the value) that a read checks. A damaged, cut short or missing file is a miss: the
+///   entry is dropped and reported (``CacheStoreProblem``).
+/// - **Limits and eviction.** The index is a ``SerialCache`` with each entry's value bytes as
+///   its cost and the store's limits, so it evicts by CacheKit's own policies before a write
+///   returns; evicted files are removed. Reads count as uses, and reach the journal in batches
+///   of 64, so the eviction order survives a restart approximately. File times play no part.
+///   A value larger than `byteLimit` is refused with ``CacheStoreError/tooLarge(key:bytes:limit:)``
+///   and the key's older entry is removed: the store never answers with a value older than
+///   the last write for its key.
+///   Eviction runs inline, down to the limits and no further: no background trim.
+/// - **Deadlines** are dates on the store's ``WallClock``. An expired entry is never returned;
+///   a read that finds one drops it, and opening drops all that have expired. Until then it
+///   counts in ``usage()`` and is evicted like any other entry.
+/// - **Concurrency.** The state (index and journal) is guarded by a `Mutex`. Entry files are
+///   written and read outside it; the journal append that makes a write visible happens under
+///   it, so the journal's order is the index's. Files are removed and problems reported after
+///   the lock is released. The methods are `async` and not isolated to an actor, so they run
+///   on the global concurrent executor, never on the caller's actor.
+/// - **`removeAll()`** writes an empty journal, renames `entries` away and deletes it in the
+///   background; ``close()`` waits for that.
+///
+/// ## Durability
+/// - *Process crash* (`SIGKILL` at any moment): everything a returned call wrote survives.
+///   An entry's file is in place before the journal lists it, and the journal says an entry is
+///   gone before its file is removed, so after a restart every listed entry reads back exactly.
+///   A crash can leave files no entry lists; after a run that did not close, the next one
+///   deletes them in the background.
+/// - *Power loss*: entry files are flushed before they are renamed, and the journal is flushed
+///   when it is rewritten and on ``close()``, not after every write. Recent writes may be lost;
+///   an entry whose file did not reach the disk is found missing or damaged when read, dropped
+///   and reported. A journal that the file system left damaged before its end is refused with
+///   ``CacheStoreError/corrupted(path:reason:)``: delete the directory to start afresh.
+///
+/// ## Performance
+/// A read takes the lock twice for O(1) work and reads the file outside it; a write writes and
+/// flushes a file outside the lock, then appends one record under it. Opening reads the
+/// journal once: O(*n*) for *n* records.
+public final class DiskStore: CacheStore {
+    /// The directory the store owns.
+    public let directory: URL
+    /// The most entries the store holds; `0` for no limit.
+    public let countLimit: Int
+    /// The most bytes of values the store holds.
+    public let byteLimit: Int
+
+    let paths: _DiskPaths
+    let clock: WallClock
+    let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
+    /// Makes writes fail on purpose, for the package's tests; not API.
+    package let faults: _DiskFaults
+    let state: Mutex<_DiskStoreState>
+
+    /// Opens the store in `directory`, creating it if needed, and replays its journal.
+    ///
+    /// - Parameters:
+    ///   - directory: The store's own directory; nothing else should write there.
+    ///   - countLimit: The most entries; `0` (the default) for no limit.
+    ///   - byteLimit: The most bytes of values, counted without keys and headers.
+    ///   - policy: Which entry leaves first when a limit is reached; LRU by default.
+    ///   - clock: The clock deadlines are measured on; tests pass ``WallClock/manual(_:origin:)``.
+    ///   - problemHandler: Hears what the store handled without failing a call (a damaged entry
+    ///     dropped, a torn journal record cut off, a failed background deletion). It runs
+    ///     without the store's lock held, on the calling task or on the background task that
+    ///     found the problem; it may call the store.
+    /// - Throws: ``CacheStoreError/locked(path:)`` if another store has the directory;
+    ///   ``CacheStoreError/corrupted(path:reason:)`` or
+    ///   ``CacheStoreError/newerFormat(path:found:supported:)`` for a journal it cannot read;
+    ///   ``CacheStoreError/ioFailure(path:operation:errno:)`` if the directory cannot be used.
+    /// - Precondition: `countLimit` is not negative and `byteLimit` is positive.
+    /// - Complexity: O(*n*) for a journal of *n* records.
+    public init(
+        directory: URL,
+        countLimit: Int = 0,
+        byteLimit: Int,
+        policy: EvictionPolicy = .lru,
+        clock: WallClock = .system,
+        problemHandler: (@Sendable (CacheStoreProblem) -> Void)? = nil
+    ) async throws(CacheStoreError) {
+        precondition(countLimit >= 0, "DiskStore: countLimit must not be negative")
+        precondition(byteLimit > 0, "DiskStore: byteLimit must be positive")
+        let paths = _DiskPaths(directory: directory)
+        let faults = _DiskFaults()
+        try _DiskIO.makeDirectory(paths.root)
+        let lock = try _DiskIO.lock(paths.lock, directory: paths.root)
+        var after = _DiskAftermath()
+        var opened: _DiskStoreState
+        let replay: _DiskJournal.Replay
+        do throws(CacheStoreError) {
+            try _DiskIO.makeDirectory(paths.entries)
+            let journal: _DiskJournal
+            (journal, replay) = try _DiskJournal.openAndReplay(paths, faults: faults)
+            if let torn = replay.tornTail {
+                after.problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: paths.journal, reason: torn)))
+            }
+            opened = _DiskStoreState(
+                journal: journal,
+                nextId: replay.nextId,
+                lock: lock,
+                countLimit: countLimit,
+                byteLimit: byteLimit,
+                policy: policy
+            )
+            opened.load(replay, now: clock.now(), into: &after)
+        } catch {
+            _DiskIO.closeDescriptor(lock)
+            throw error
+        }
+        let live = Set(opened.index.entries.map(\.value.id))
+        let nextId = opened.nextId
+        self.directory = directory
+        self.countLimit = countLimit
+        self.byteLimit = byteLimit
+        self.paths = paths
+        self.clock = clock
+        self.problemHandler = problemHandler
+        self.faults = faults
+        self.state = Mutex(opened)
+        let removed = _DiskIO.names(in: paths.root).filter { $0.hasPrefix(_DiskPaths.removingPrefix) }
+        let sweep = !replay.closedCleanly
+        withState { state in
+            startInBackground(&state) { [paths, problemHandler] in
+                for name in removed { Self.removeTree(paths.root + "/" + name, problemHandler: problemHandler) }
+                if sweep { Self.removeUnlisted(paths, live: live, below: nextId) }
+            }
+        }
+        finish(after)
+    }
+
+    deinit {
+        withState { $0.shutDown() }
+    }
+
+    /// How many entries the store holds and their bytes of values.
+    ///
+    /// - Complexity: O(1).
+    public func usage() async throws(CacheStoreError) -> CacheStoreUsage {
+        try withState { state throws(CacheStoreError) in
+            try state.checkOpen()
+            return CacheStoreUsage(count: state.index.count, bytes: state.index.totalCost)
+        }
+    }
+
+    /// Waits for the background deletions, journals the pending reads and a clean close,
+    /// flushes the journal and releases the directory's lock. Later calls throw
+    /// ``CacheStoreError/closed(path:)``; closing twice is harmless, and every `close()`
+    /// returns once the lock is released.
+    public func close() async throws(CacheStoreError) {
+        let closing = withState { state -> Task<Void, Never> in
+            if let closing = state.closing { return closing }
+            state.isClosed = true
+            let background = Array(state.background.values)
+            let closing = Task {
+                for task in background { await task.value }
+                self.withState { $0.shutDown() }
+            }
+            state.closing = closing
+            return closing
+        }
+        await closing.value
+    }
+
+    /// Runs `body` with the state while holding the lock, the lock's happens-before edges
+    /// reported to ThreadSanitizer (which does not see the `Mutex`'s own on Linux).
+    func withState<R: Sendable, E: Error>(_ body: (inout _DiskStoreState) throws(E) -> R) throws(E) -> R {
+        try state.withLock { state throws(E) -> R in
+            let address = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+            _ThreadSanitizer.acquire?(address)
+            defer { _ThreadSanitizer.release?(address) }
+            return try body(&state)
+        }
+    }
+
+    /// Runs `work` in a task of its own, which ``close()`` awaits and which forgets itself when
+    /// done. Called under the lock.
+    func startInBackground(_ state: inout _DiskStoreState, _ work: @escaping @Sendable () -> Void) {
+        let number = state.backgroundStarted
+        state.backgroundStarted += 1
+        state.background[number] = Task.detached { [weak self] in
+            work()
+            self?.withState { _ = $0.background.removeValue(forKey: number) }
+        }
+    }
+
+    // MARK: After the lock
+
+    /// Removes the files `after` names and reports its problems. Called without the lock.
+    func finish(_ after: _DiskAftermath) {
+        var problems = after.problems
+        for id in after.unlink where unlink(paths.entry(id)) != 0 && errno != ENOENT {
+            problems.append(
+                CacheStoreProblem(key: nil, error: .ioFailure(path: paths.entry(id), operation: "unlink", errno: errno))
+            )
+        }
+        guard let problemHandler else { return }
+        for problem in problems { problemHandler(problem) }
+    }
+
+    /// Deletes an entry directory that `removeAll()` renamed away, reporting a failure.
+    static func removeTree(_ path: String, problemHandler: (@Sendable (CacheStoreProblem) -> Void)?) {
+        do {
+            try _DiskIO.removeTree(path)
+        } catch {
+            problemHandler?(CacheStoreProblem(key: nil, error: error))
+        }
+    }
+
+    /// Deletes the entry files and temporary files that a crash left behind: those with an id
+    /// below `nextId` (ids at or above it belong to writes of this run) that no entry has.
+    /// Their ids are never given out again, so no entry can come to need them.
+    static func removeUnlisted(_ paths: _DiskPaths, live: Set<UInt64>, below nextId: UInt64) {
+        for name in _DiskIO.names(in: paths.entries) {
+            let idText = name.hasSuffix(".tmp") ? name.dropLast(4) : Substring(name)
+            guard let id = UInt64(idText), id < nextId, !live.contains(id) || name.hasSuffix(".tmp") else { continue }
+            unlink(paths.entries + "/" + name)
+        }
+    }
+}

@@ -1,0 +1,207 @@
+import CacheKit
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("DiskStore damage")
+struct DiskStoreDamageTests {
+    let directory = StoreDirectory()
+    let clock = ManualClock()
+    let problems = ProblemLog()
+
+    func open(byteLimit: Int = 1 << 20) async throws(CacheStoreError) -> DiskStore {
+        try await DiskStore(
+            directory: directory.url,
+            byteLimit: byteLimit,
+            clock: .manual(clock),
+            problemHandler: problems.handler
+        )
+    }
+
+    /// A store holding `k0` … `k4`, closed.
+    func filledAndClosed() async throws {
+        let store = try await open()
+        for i in 0..<5 { try await store.setEntry(testValue("k\(i)", i), forKey: "k\(i)", expiresAt: nil) }
+        try await store.close()
+    }
+
+    /// The entry file holding `key`.
+    func file(of key: String) throws -> URL {
+        try #require(
+            directory.entryFiles().first { url in
+                let bytes = (try? Data(contentsOf: url)) ?? Data()
+                return bytes.count >= 28 + key.utf8.count && bytes[28..<(28 + key.utf8.count)].elementsEqual(key.utf8)
+            }
+        )
+    }
+
+    /// Opens the store, checks that `k2` is a reported miss and the others are intact.
+    func expectK2DroppedAndReported(reason: String) async throws {
+        let store = try await open()
+        #expect(try await store.entry(forKey: "k2") == nil, "\(reason)")
+        let reported = problems.all
+        #expect(reported.count == 1, "\(reason): \(reported)")
+        #expect(reported.first?.key == "k2")
+        if case .corrupted = reported.first?.error {} else { Issue.record("\(reason): \(reported)") }
+        for i in [0, 1, 3, 4] { #expect(try await store.entry(forKey: "k\(i)")?.value == testValue("k\(i)", i)) }
+        #expect(try await store.usage().count == 4)
+        try await store.close()
+        let reopened = try await open()
+        #expect(try await reopened.usage().count == 4, "the drop is journaled")
+        #expect(try await reopened.entry(forKey: "k2") == nil)
+        try await reopened.close()
+        #expect(problems.all.count == 1)
+    }
+
+    @Test("an entry file with a flipped byte is a reported miss; the other entries are intact")
+    func flippedByte() async throws {
+        try await filledAndClosed()
+        let url = try file(of: "k2")
+        var bytes = try Data(contentsOf: url)
+        bytes[bytes.count - 5] ^= 0x40
+        try bytes.write(to: url)
+        try await expectK2DroppedAndReported(reason: "flipped byte")
+    }
+
+    @Test("a truncated entry file is a reported miss; the other entries are intact")
+    func truncatedEntryFile() async throws {
+        try await filledAndClosed()
+        let url = try file(of: "k2")
+        #expect(truncate(url.path, 40) == 0)
+        try await expectK2DroppedAndReported(reason: "truncated")
+    }
+
+    @Test("an entry file deleted behind the store's back is a reported miss; the other entries are intact")
+    func deletedEntryFile() async throws {
+        try await filledAndClosed()
+        try FileManager.default.removeItem(at: try file(of: "k2"))
+        try await expectK2DroppedAndReported(reason: "deleted")
+    }
+
+    @Test("a journal cut in its last record opens without that record, says so, and appends after the cut")
+    func tornJournal() async throws {
+        try await filledAndClosed()
+        // The last records are k4's set record (38 bytes: 8 + 28 + the key's 2) and the closed record (9).
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: directory.journal.path)[.size] as? Int)
+        #expect(truncate(directory.journal.path, off_t(size - 9 - 20)) == 0)
+        let store = try await open()
+        #expect(problems.all.count == 1)
+        #expect(problems.all.first.map { if case .corrupted = $0.error { true } else { false } } == true)
+        #expect(try await store.usage().count == 4)
+        #expect(try await store.entry(forKey: "k4") == nil)
+        for i in 0..<4 { #expect(try await store.entry(forKey: "k\(i)")?.value == testValue("k\(i)", i)) }
+        try await store.setEntry(Data("new".utf8), forKey: "k9", expiresAt: nil)
+        try await store.close()
+        let reopened = try await open()
+        #expect(try await reopened.usage().count == 5)
+        #expect(try await reopened.entry(forKey: "k9")?.value == Data("new".utf8))
+        try await reopened.close()
+        #expect(problems.all.count == 1)
+    }
+
+    @Test("a journal that is not one, or damaged before its end, is refused as corrupted and left as it is")
+    func garbageJournal() async throws {
+        try await filledAndClosed()
+        let original = try Data(contentsOf: directory.journal)
+        var damaged: [Data] = [Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) }), Data()]
+        var middle = original
+        middle[40] ^= 1  // inside k0's record, four records before the end
+        damaged.append(middle)
+        var length = original
+        length[24] = 0xFF  // k0's record length: impossible, and not zeros
+        length[27] = 0x7F
+        damaged.append(length)
+        for bytes in damaged {
+            try bytes.write(to: directory.journal)
+            await #expect {
+                try await open()
+            } throws: { error in
+                if case .corrupted(let path, _) = error as? CacheStoreError {
+                    path.hasSuffix("/journal")
+                } else {
+                    false
+                }
+            }
+            #expect(try Data(contentsOf: directory.journal) == bytes, "the journal is never overwritten")
+        }
+        #expect(problems.all.isEmpty)
+    }
+
+    @Test("a journal of a newer format version is refused with newerFormat and left as it is")
+    func newerJournal() async throws {
+        try await filledAndClosed()
+        var bytes = try Data(contentsOf: directory.journal)
+        bytes[8] = 2
+        try bytes.write(to: directory.journal)
+        await #expect(
+            throws: CacheStoreError.newerFormat(
+                path: directory.journal.standardizedFileURL.path,
+                found: 2,
+                supported: 1
+            )
+        ) {
+            try await open()
+        }
+        #expect(try Data(contentsOf: directory.journal) == bytes)
+    }
+
+    @Test(
+        "a full disk fails writes with ioFailure; the store stays usable and consistent",
+        arguments: _DiskWriteTarget.allCases
+    )
+    func fullDisk(target: _DiskWriteTarget) async throws {
+        let store = try await open(byteLimit: 180)
+        for i in 0..<5 { try await store.setEntry(testValue("k\(i)", i), forKey: "k\(i)", expiresAt: nil) }
+        store.faults.failWrites(to: target, with: ENOSPC)
+        await #expect {
+            try await store.setEntry(testValue("k9", 9), forKey: "k9", expiresAt: nil)
+        } throws: { error in
+            if case .ioFailure(_, "write", ENOSPC) = error as? CacheStoreError { true } else { false }
+        }
+        await #expect(throws: CacheStoreError.self) {
+            try await store.setEntry(testValue("k0", 99), forKey: "k0", expiresAt: nil)
+        }
+        if target == .journal {
+            await #expect(throws: CacheStoreError.self) { try await store.removeEntry(forKey: "k1") }
+            await #expect(throws: CacheStoreError.self) { try await store.removeAll() }
+        }
+        #expect(try await store.usage() == CacheStoreUsage(count: 5, bytes: 160))
+        for i in 0..<5 { #expect(try await store.entry(forKey: "k\(i)")?.value == testValue("k\(i)", i)) }
+        #expect(try await store.entry(forKey: "k9") == nil)
+        store.faults.failWrites(to: target, with: nil)
+        try await store.setEntry(testValue("k9", 9), forKey: "k9", expiresAt: nil)  // evicts k0 for bytes
+        #expect(try await store.usage() == CacheStoreUsage(count: 5, bytes: 160))
+        try await store.close()
+        #expect(directory.entryFiles().count == 5, "no file is left behind")
+        let reopened = try await open(byteLimit: 180)
+        for i in 1..<5 { #expect(try await reopened.entry(forKey: "k\(i)")?.value == testValue("k\(i)", i)) }
+        #expect(try await reopened.entry(forKey: "k9")?.value == testValue("k9", 9))
+        try await reopened.close()
+        #expect(problems.all.isEmpty)
+    }
+
+    @Test(
+        "a read-only directory fails writes with a typed error and loses nothing",
+        .enabled(if: geteuid() != 0, "the superuser writes to read-only directories")
+    )
+    func readOnlyDirectory() async throws {
+        try await filledAndClosed()
+        let store = try await open()
+        #expect(chmod(directory.entries.path, 0o555) == 0)
+        defer { chmod(directory.entries.path, 0o755) }
+        await #expect {
+            try await store.setEntry(Data("x".utf8), forKey: "new", expiresAt: nil)
+        } throws: { error in
+            if case .ioFailure(_, _, EACCES) = error as? CacheStoreError { true } else { false }
+        }
+        for i in 0..<5 { #expect(try await store.entry(forKey: "k\(i)")?.value == testValue("k\(i)", i)) }
+        try await store.close()
+        chmod(directory.entries.path, 0o755)
+        let reopened = try await open()
+        #expect(try await reopened.usage().count == 5)
+        try await reopened.close()
+    }
+}
