@@ -103,7 +103,7 @@ let package = Package(
         .testTarget(
             name: "CacheKitTests",
             // The crash helpers are dependencies only so that SwiftPM builds them before the tests.
-            dependencies: ["CacheKit", "CacheKitCrashHelper", "CacheKitStoreCrashHelper"]
+            dependencies: ["CacheKit", "CacheKitCrashHelper", "CacheKitStoreCrashHelper", "_CacheKitShims"]
         ),
         .testTarget(
             name: "CacheKitSimulatorTests",

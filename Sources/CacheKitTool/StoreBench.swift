@@ -159,7 +159,13 @@ enum StoreBench {
         let label = "\(workload) \(valueBytes) B"
         return runRounds(cases, workload: label, repetitions: options.repetitions, quiet: options.json).map {
             Measured(
-                row: Row(subject: $0.subject, workload: workload, valueBytes: valueBytes, entries: entries, nsPerOp: $0.nsPerOp),
+                row: Row(
+                    subject: $0.subject,
+                    workload: workload,
+                    valueBytes: valueBytes,
+                    entries: entries,
+                    nsPerOp: $0.nsPerOp
+                ),
                 result: $0
             )
         }
@@ -201,7 +207,13 @@ enum StoreBench {
         }
         return runRounds(cases, workload: "open", repetitions: options.repetitions, quiet: options.json).map {
             Measured(
-                row: Row(subject: $0.subject, workload: "open", valueBytes: 16, entries: options.openEntries, nsPerOp: $0.nsPerOp),
+                row: Row(
+                    subject: $0.subject,
+                    workload: "open",
+                    valueBytes: 16,
+                    entries: options.openEntries,
+                    nsPerOp: $0.nsPerOp
+                ),
                 result: $0
             )
         }
@@ -214,7 +226,9 @@ enum StoreBench {
         var files = 0
         var info = stat()
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             if name == "." || name == ".." { continue }
             let child = path + "/" + name
             guard stat(child, &info) == 0 else { continue }

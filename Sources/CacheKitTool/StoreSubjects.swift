@@ -47,17 +47,22 @@ func makeSubject(_ name: String, directory: URL, capacity: Int) throws -> (any S
 
 /// Runs `body` to completion on the concurrency pool and waits for it on this thread: the tool's
 /// measurements are synchronous, the stores asynchronous.
-func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) rethrows -> T {
-    let result = Mutex<Result<T, any Error>?>(nil)
+func runBlocking<T: Sendable, Failure: Error>(
+    _ body: @escaping @Sendable () async throws(Failure) -> T
+) throws(Failure) -> T {
+    let result = Mutex<Result<T, Failure>?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task {
-        let outcome: Result<T, any Error>
-        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+        let outcome: Result<T, Failure>
+        do throws(Failure) {
+            outcome = .success(try await body())
+        } catch {
+            outcome = .failure(error)
+        }
         result.withLock { $0 = outcome }
         done.signal()
     }
     done.wait()
-    // `rethrows` cannot see that the error comes from `body`: the cast keeps the signature honest.
     return try result.withLock { $0! }.get()
 }
 

@@ -21,7 +21,7 @@ struct DiskStoreStressTests {
         await withTaskGroup(of: Void.self) { group in
             for task in 0..<6 {
                 group.addTask {
-                    var generator = SplitMix(seed: UInt64(task))
+                    var generator = SeededGenerator(seed: UInt64(task))
                     for step in 0..<150 {
                         let key = keys.randomElement(using: &generator)!
                         do {

@@ -2,6 +2,7 @@ import CacheKit
 import Foundation
 import Synchronization
 import Testing
+import _CacheKitShims
 
 #if canImport(Glibc)
 import Glibc
@@ -40,21 +41,8 @@ final class ProblemLog: Sendable {
 func testValue(_ key: String, _ n: Int, size: Int = 32) -> Data {
     var seed: UInt64 = 0xCBF2_9CE4_8422_2325
     for byte in key.utf8 { seed = (seed ^ UInt64(byte)) &* 0x100_0000_01B3 }
-    var generator = SplitMix(seed: seed &+ UInt64(n))
+    var generator = SeededGenerator(seed: seed &+ UInt64(n))
     return Data((0..<size).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
-}
-
-/// A small seeded generator, so that a randomized test's failure can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 @Suite("DiskStore")
@@ -183,7 +171,7 @@ struct DiskStoreTests {
         let countLimit = 12
         let byteLimit = 600
         let store = try await open(countLimit: countLimit, byteLimit: byteLimit)
-        var generator = SplitMix(seed: 7)
+        var generator = SeededGenerator(seed: 7)
         var model: [(key: String, size: Int)] = []  // least recently used first
         for step in 0..<400 {
             let key = "k\(Int.random(in: 0..<30, using: &generator))"
@@ -312,5 +300,31 @@ struct DiskStoreTests {
         #expect(try await store.usage().count == 50)
         try await store.close()
         #expect(directory.entryFiles().count == 50)
+    }
+}
+
+@Suite("CRC-32C")
+struct CRC32CTests {
+    @Test func matchesTheStandardCheckValue() {
+        #expect(_cachekit_crc32c(0, Array("123456789".utf8), 9) == 0xE306_9283)
+        #expect(_cachekit_crc32c(0, nil, 0) == 0)
+    }
+
+    @Test func theInstructionAndTheTablesAgreeOnEveryLengthAndAlignment() {
+        var random = SeededGenerator(seed: 7)
+        let bytes = (0..<600).map { _ in UInt8.random(in: 0...255, using: &random) }
+        bytes.withUnsafeBytes { buffer in
+            for start in 0..<9 {
+                for count in 0..<(buffer.count - start) {
+                    let slice = UnsafeRawBufferPointer(rebasing: buffer[start..<(start + count)])
+                    let fast = _cachekit_crc32c(0, slice.baseAddress, count)
+                    #expect(fast == _cachekit_crc32c_tables(0, slice.baseAddress, count))
+                    // In two pieces, continued from the first piece's checksum.
+                    let half = count / 2
+                    let first = _cachekit_crc32c(0, slice.baseAddress, half)
+                    #expect(_cachekit_crc32c(first, slice.baseAddress.map { $0 + half }, count - half) == fast)
+                }
+            }
+        }
     }
 }

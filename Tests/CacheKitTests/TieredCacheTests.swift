@@ -115,7 +115,12 @@ struct TieredCacheTests {
     @Test func aFailingStoreIsAReportedMissAndTheLoaderAnswers() async throws {
         let store = InMemoryStore(clock: wall)
         let problems = ProblemLog()
-        let cache = TieredCache<String, Int>(countLimit: 10, store: store, clock: wall, problemHandler: problems.record)
+        let cache = TieredCache<String, Int>(
+            countLimit: 10,
+            store: store,
+            clock: wall,
+            problemHandler: problems.handler
+        )
         await store.set(failsReads: true)
         #expect(try await cache.value(forKey: "a") { _ in 3 } == 3)
         #expect(problems.all.count == 1)
@@ -126,7 +131,12 @@ struct TieredCacheTests {
         let store = InMemoryStore(clock: wall)
         await store.put(Data("not json".utf8), forKey: "a")
         let problems = ProblemLog()
-        let cache = TieredCache<String, Int>(countLimit: 10, store: store, clock: wall, problemHandler: problems.record)
+        let cache = TieredCache<String, Int>(
+            countLimit: 10,
+            store: store,
+            clock: wall,
+            problemHandler: problems.handler
+        )
         #expect(await cache.value(forKey: "a") == nil)
         #expect(problems.all.map(\.key) == ["a"])
         if case .codec? = problems.all.first?.error {} else { Issue.record("expected a codec error: \(problems.all)") }
@@ -240,7 +250,7 @@ struct TieredCacheTests {
             store: store,
             writeMode: .writeBehind(maximumPending: 10),
             clock: wall,
-            problemHandler: problems.record
+            problemHandler: problems.handler
         )
         try await cache.setValue(1, forKey: 1)
         await cache.flush()
@@ -267,11 +277,4 @@ final class CallCounter: Sendable {
     private let count = Mutex(0)
     func increment() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
-}
-
-/// The problems a store or tiered cache reported.
-final class ProblemLog: Sendable {
-    private let list = Mutex<[CacheStoreProblem]>([])
-    var record: @Sendable (CacheStoreProblem) -> Void { { problem in self.list.withLock { $0.append(problem) } } }
-    var all: [CacheStoreProblem] { list.withLock { $0 } }
 }

@@ -24,8 +24,8 @@ struct _DiskEntryInfo: Sendable, Hashable {
 /// | 8        | 2    | format version (1)                              |
 /// | 10       | 2    | key length *k*                                  |
 /// | 12       | 8    | value length *v*                                |
-/// | 20       | 4    | CRC32 of the value                              |
-/// | 24       | 4    | CRC32 of bytes 0 ..< 24 followed by the key     |
+/// | 20       | 4    | CRC-32C of the value                            |
+/// | 24       | 4    | CRC-32C of bytes 0 ..< 24 followed by the key   |
 /// | 28       | *k*  | key, UTF-8                                      |
 /// | 28 + *k* | *v*  | value                                           |
 enum _DiskEntryFile {
@@ -41,10 +41,10 @@ enum _DiskEntryFile {
         _DiskBytes.append(version, to: &bytes)
         _DiskBytes.append(UInt16(keyBytes.count), to: &bytes)
         _DiskBytes.append(UInt64(value.count), to: &bytes)
-        var valueCRC = _CRC32()
+        var valueCRC = _CRC32C()
         value.withUnsafeBytes { valueCRC.update($0) }
         _DiskBytes.append(valueCRC.value, to: &bytes)
-        var headerCRC = _CRC32()
+        var headerCRC = _CRC32C()
         headerCRC.update(bytes)
         headerCRC.update(keyBytes)
         _DiskBytes.append(headerCRC.value, to: &bytes)
@@ -92,7 +92,7 @@ enum _DiskEntryFile {
             let valueLength = reader.read(UInt64.self), valueLength == UInt64(size),
             let valueCRC = reader.read(UInt32.self), let headerCRC = reader.read(UInt32.self)
         else { return .failure(_DiskEntryDamage(reason: "its header does not match the entry")) }
-        var check = _CRC32()
+        var check = _CRC32C()
         check.update(header[0..<24])
         check.update(header[headerSize...])
         guard check.value == headerCRC else {
@@ -101,7 +101,7 @@ enum _DiskEntryFile {
         guard header[headerSize...].elementsEqual(keyBytes) else {
             return .failure(_DiskEntryDamage(reason: "it holds another key"))
         }
-        var crc = _CRC32()
+        var crc = _CRC32C()
         value.withUnsafeBytes { crc.update($0) }
         guard crc.value == valueCRC else {
             return .failure(_DiskEntryDamage(reason: "its value checksum does not match"))

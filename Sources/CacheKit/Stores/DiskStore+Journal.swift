@@ -26,9 +26,9 @@ enum _DiskRecord: Equatable {
 /// twice the live entries' records. Integers are little-endian.
 ///
 /// Header (24 bytes): magic `89 43 4B 4A 0D 0A 1A 0A` (`\x89CKJ\r\n\x1A\n`), format version
-/// (2 bytes, 1), flags (2 bytes, 0), the next entry id (8 bytes), CRC32 of the 20 bytes before.
+/// (2 bytes, 1), flags (2 bytes, 0), the next entry id (8 bytes), CRC-32C of the 20 bytes before.
 ///
-/// Record: payload length *n* (4 bytes, 1 to ``maximumPayload``), CRC32 of the payload
+/// Record: payload length *n* (4 bytes, 1 to ``maximumPayload``), CRC-32C of the payload
 /// (4 bytes), payload (*n* bytes): a type byte, then
 /// - 1, set: id (8), value length (8), has deadline (1), deadline as the bits of a `Double` of
 ///   seconds since 2001 (`Date`'s own reference date, so it reads back exactly) (8), key length (2), key (UTF-8);
@@ -97,7 +97,7 @@ struct _DiskJournal {
             payload.append(5)
             _DiskBytes.append(upTo, to: &payload)
         }
-        var crc = _CRC32()
+        var crc = _CRC32C()
         crc.update(payload)
         _DiskBytes.append(UInt32(payload.count), to: &bytes)
         _DiskBytes.append(crc.value, to: &bytes)
@@ -142,7 +142,7 @@ struct _DiskJournal {
         _DiskBytes.append(version, to: &bytes)
         _DiskBytes.append(UInt16(0), to: &bytes)
         _DiskBytes.append(nextId, to: &bytes)
-        var crc = _CRC32()
+        var crc = _CRC32C()
         crc.update(bytes[8...])
         _DiskBytes.append(crc.value, to: &bytes)
         return bytes
@@ -281,7 +281,7 @@ struct _DiskJournal {
         let headerNextId = reader.read(UInt64.self)!
         let headerCRC = reader.read(UInt32.self)!
         if version > Self.version { throw .newerFormat(path: path, found: Int(version), supported: Int(Self.version)) }
-        var check = _CRC32()
+        var check = _CRC32C()
         check.update(bytes[8..<20])
         guard version == Self.version, flags == 0, check.value == headerCRC else {
             throw .corrupted(path: path, reason: "its header is damaged")
@@ -314,7 +314,7 @@ struct _DiskJournal {
                 replay.tornTail = "the record at offset \(offset) was cut short; it was cut off"
                 break
             }
-            var check = _CRC32()
+            var check = _CRC32C()
             check.update(bytes[(offset + 8)..<(offset + 8 + length)])
             guard check.value == crc else {
                 if offset + 8 + length == bytes.count {

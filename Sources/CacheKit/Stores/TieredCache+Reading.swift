@@ -12,8 +12,17 @@ extension TieredCache {
     /// problem handler. The memory cache counts a read from the store as a load.
     ///
     /// - Complexity: O(1) on a memory hit; otherwise one store read.
+    @inlinable
     public func value(forKey key: Key) async -> Value? {
+        // Inlinable so that a memory hit runs specialized in the caller's module, as a `Cache`
+        // read does; the store's path is not.
         if let value = memory.value(forKey: key) { return value }
+        return await _valueFromStore(forKey: key)
+    }
+
+    /// ``value(forKey:)`` after a memory miss.
+    @usableFromInline
+    func _valueFromStore(forKey key: Key) async -> Value? {
         do {
             return try await memory._value(forKey: key, cost: memoryCost, admit: nil, missCounted: true) { key in
                 let since = self.beginLoad()
@@ -39,12 +48,23 @@ extension TieredCache {
     ///
     /// - Complexity: O(1) on a memory hit; otherwise one store read, and on a store miss the load
     ///   and one store write.
+    @inlinable
     public func value(
         forKey key: Key,
         expiresAfter: Duration? = nil,
         loader: @escaping @Sendable (Key) async throws -> Value
     ) async throws -> Value {
         if let value = memory.value(forKey: key) { return value }
+        return try await _valueFromStore(forKey: key, expiresAfter: expiresAfter, loader: loader)
+    }
+
+    /// ``value(forKey:expiresAfter:loader:)`` after a memory miss.
+    @usableFromInline
+    func _valueFromStore(
+        forKey key: Key,
+        expiresAfter: Duration?,
+        loader: @escaping @Sendable (Key) async throws -> Value
+    ) async throws -> Value {
         let lifetime = expiresAfter ?? self.expiresAfter
         // A caller that joins a read by `value(forKey:)` (which has no loader) learns only that
         // the store missed; it then reads again with its own loader. Each round waits for a

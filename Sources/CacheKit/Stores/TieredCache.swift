@@ -106,7 +106,9 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         cost: (@Sendable (Value) -> Int)? = nil,
         problemHandler: (@Sendable (CacheStoreProblem) -> Void)? = nil
     ) {
-        if let expiresAfter { precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))") }
+        if let expiresAfter {
+            precondition(expiresAfter > .zero, "expiresAfter must be positive (got \(expiresAfter))")
+        }
         if case .writeBehind(let maximumPending) = writeMode {
             precondition(maximumPending > 0, "maximumPending must be positive (got \(maximumPending))")
         }

@@ -1,11 +1,23 @@
 #ifndef CACHEKIT_SHIMS_H
 #define CACHEKIT_SHIMS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /// Asks the CPU to start loading the cache line at `address` for reading. Never faults, whatever
 /// the address (a prefetch of memory freed meanwhile only wastes a fetch), and is not an access
 /// in the language's memory model, so it races with nothing.
 static inline __attribute__((always_inline)) void _cachekit_prefetch(const void *address) {
     __builtin_prefetch(address, 0, 3);
 }
+
+/// CRC-32C (Castagnoli, the checksum of iSCSI, ext4 and SSE 4.2's `crc32` instruction) of
+/// `count` bytes at `bytes`, continuing from `crc` (0 to start). Uses the CPU's CRC-32C
+/// instruction where it has one (x86-64 with SSE 4.2, ARMv8 with the CRC extension), else
+/// tables eight bytes at a time. Either way the result is the same.
+uint32_t _cachekit_crc32c(uint32_t crc, const void *bytes, size_t count);
+
+/// `_cachekit_crc32c` by the tables alone, whatever the CPU: for tests that the two agree.
+uint32_t _cachekit_crc32c_tables(uint32_t crc, const void *bytes, size_t count);
 
 #endif

@@ -1,0 +1,16 @@
+import Foundation
+import _CacheKitShims
+
+/// CRC-32C (Castagnoli) of the bytes passed to `update`: the checksum of the disk store's files.
+/// The CPU's CRC-32C instruction computes it where there is one, several bytes per cycle, so
+/// checking a value costs little beside reading it.
+struct _CRC32C {
+    private var state: UInt32 = 0
+
+    /// The checksum of everything passed to `update` so far.
+    var value: UInt32 { state }
+
+    mutating func update(_ bytes: some ContiguousBytes) {
+        state = bytes.withUnsafeBytes { _cachekit_crc32c(state, $0.baseAddress, $0.count) }
+    }
+}
