@@ -33,7 +33,8 @@ extension _SQLiteStoreState {
             return nil
         }
         pendingAccess[key] = takeAccess()
-        if pendingAccess.count >= Self.accessFlushInterval { flushPendingAccess() }
+        readsSinceFlush += 1
+        if readsSinceFlush >= Self.accessFlushInterval { flushPendingAccess() }
         return StoredEntry(value: found.value, expiresAt: found.deadline)
     }
 

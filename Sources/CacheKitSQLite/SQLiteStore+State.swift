@@ -39,6 +39,8 @@ package struct _SQLiteStoreState {
     let evicted = _EvictedKeys()
     /// Accesses not yet written to the `access` column, by key.
     var pendingAccess: [String: Int64] = [:]
+    /// Reads since the access records were last written.
+    var readsSinceFlush = 0
     /// The next value of the `access` column: larger than every one written.
     var nextAccess: Int64 = 1
     /// Set when a transaction failed after the index changed: the index is rebuilt from the
@@ -84,6 +86,7 @@ package struct _SQLiteStoreState {
             let result = try body(&self)
             try connection.commit()
             pendingAccess.removeAll(keepingCapacity: true)
+            readsSinceFlush = 0
             return result
         } catch {
             connection.rollback()
@@ -115,6 +118,7 @@ package struct _SQLiteStoreState {
             try inTransaction { _ throws(CacheStoreError) in }
         } catch {
             pendingAccess.removeAll()
+            readsSinceFlush = 0
             indexIsStale = false  // the index did not change: only the access column failed
             problems.append(CacheStoreProblem(key: nil, error: error))
         }
