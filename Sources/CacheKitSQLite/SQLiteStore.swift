@@ -55,8 +55,8 @@ import Synchronization
 ///
 /// ## Performance
 /// A hit runs one indexed query; a miss runs none (the index answers). A write runs one
-/// transaction: an upsert plus one delete per evicted entry. The index costs about a hundred
-/// bytes of memory per entry plus its key.
+/// transaction: an upsert plus one delete per evicted entry. The index keeps one slot and the
+/// key's string in memory per entry.
 public final class SQLiteStore: CacheStore {
     /// The database file.
     public let path: URL

@@ -29,6 +29,8 @@ package final class _SQLiteConnection {
             throw Self.error(path: path, code: code, message: message)
         }
         self.handle = handle
+        // Another program reading the file may briefly hold a lock SQLite needs: wait for it.
+        sqlite3_busy_timeout(handle, 5_000)
         // SQLite falls back to read-only when the file cannot be written; a store must write.
         if sqlite3_db_readonly(handle, "main") == 1 {
             close()

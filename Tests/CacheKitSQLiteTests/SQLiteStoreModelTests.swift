@@ -71,11 +71,14 @@ struct SQLiteStoreModelTests {
         try await store.close()
     }
 
-    @Test("every policy: limits hold after every write, and a hit is the last value written", arguments: EvictionPolicy.allCases)
-    func limitsForEveryPolicy(policy: EvictionPolicy) async throws {
+    @Test(
+        "every policy, with and without a count limit: limits hold after every write, and a hit is the last value written",
+        arguments: EvictionPolicy.allCases,
+        [0, 10]
+    )
+    func limitsForEveryPolicy(policy: EvictionPolicy, countLimit: Int) async throws {
         let directory = try TemporaryDirectory()
         var random = SplitMix(seed: 7)
-        let countLimit = 10
         let byteLimit = 400
         let store = try await SQLiteStore(
             path: directory.file(),
@@ -94,7 +97,7 @@ struct SQLiteStoreModelTests {
                 try await store.setEntry(value, forKey: key, expiresAt: nil)
                 latest[key] = value
                 let usage = try await store.usage()
-                #expect(usage.count <= countLimit && usage.bytes <= byteLimit, "\(policy) step \(step): \(usage)")
+                #expect((countLimit == 0 || usage.count <= countLimit) && usage.bytes <= byteLimit, "\(policy) step \(step): \(usage)")
                 let stored = try observer.integer("SELECT count(*) FROM cachekit_entries")
                 let storedBytes = try observer.integer("SELECT coalesce(sum(length(value)), 0) FROM cachekit_entries")
                 #expect(stored == Int64(usage.count) && storedBytes == Int64(usage.bytes), "\(policy) step \(step)")
