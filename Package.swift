@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(
             name: "CacheKitSQLiteTests",
             // The crash helper is a dependency only so that SwiftPM builds it before the tests.
-            dependencies: ["CacheKitSQLite", "CacheKit", "CSQLite", "CacheKitSQLiteCrashHelper"]
+            dependencies: ["CacheKitSQLite", "CacheKit", "CacheKitSQLiteCrashHelper"]
         ),
         .testTarget(
             name: "CacheKitObservabilityTests",

@@ -6,7 +6,7 @@ import CacheKit
 import Foundation
 
 /// The keys the index evicted during one call, collected by its removal handler.
-package final class _EvictedKeys {
+final class _EvictedKeys {
     var keys: [String] = []
 
     /// The keys collected since the last call, emptying the list.

@@ -197,7 +197,8 @@ public final class SQLiteStore: CacheStore {
 
     /// Writes the pending access records, closes the database and releases its lock. Later
     /// calls throw ``CacheKit/CacheStoreError/closed(path:)``; closing twice is harmless. The
-    /// database and lock are released even when the final write fails (then it throws).
+    /// database and lock are released even when the final write fails (then it throws). A
+    /// store released without `close()` closes itself, on the thread that releases it.
     public func close() async throws(CacheStoreError) {
         try await perform { state throws(CacheStoreError) in try state.close() }
     }

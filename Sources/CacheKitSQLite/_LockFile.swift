@@ -15,14 +15,14 @@ import Darwin
 #endif
 
 /// An exclusive, non-blocking `flock` on a file, released by ``release()`` or when the process ends.
-package final class _LockFile {
+final class _LockFile {
     /// The lock file's path.
-    package let path: String
+    let path: String
     private var descriptor: Int32
 
     /// Creates `path` if needed and locks it, or throws ``CacheStoreError/locked(path:)`` when
     /// another owner holds it.
-    package init(path: String, owner: String) throws(CacheStoreError) {
+    init(path: String, owner: String) throws(CacheStoreError) {
         self.path = path
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw .ioFailure(path: path, operation: "open", errno: errno) }
@@ -39,7 +39,7 @@ package final class _LockFile {
     deinit { release() }
 
     /// Releases the lock; harmless when already released.
-    package func release() {
+    func release() {
         guard descriptor >= 0 else { return }
         close(descriptor)  // closing the only descriptor releases the flock
         descriptor = -1

@@ -153,7 +153,9 @@ package enum _SQLiteValue {
         case .text(let value):
             var value = value
             return value.withUTF8 { bytes in
-                guard let start = bytes.baseAddress else { return sqlite3_bind_text(statement, index, "", 0, transient) }
+                guard let start = bytes.baseAddress else {
+                    return sqlite3_bind_text(statement, index, "", 0, transient)
+                }
                 return sqlite3_bind_text64(statement, index, start, UInt64(bytes.count), transient, UInt8(SQLITE_UTF8))
             }
         case .blob(let value):

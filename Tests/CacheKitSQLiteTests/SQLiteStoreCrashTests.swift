@@ -1,9 +1,7 @@
-import CSQLite
 import CacheKit
+import CacheKitSQLite
 import Foundation
 import Testing
-
-@testable import CacheKitSQLite
 
 /// A process writing to a store is killed with SIGKILL at random moments; SQLite's transactions
 /// must leave a database whose every entry is whole and within the limits.

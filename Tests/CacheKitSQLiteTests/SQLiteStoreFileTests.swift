@@ -1,9 +1,7 @@
-import CSQLite
 import CacheKit
+import CacheKitSQLite
 import Foundation
 import Testing
-
-@testable import CacheKitSQLite
 
 /// Files a store must refuse, and leave as they are: other owners, other formats, damage, and
 /// places it cannot write.
@@ -61,11 +59,17 @@ struct SQLiteStoreFileTests {
         var generator = SystemRandomNumberGenerator()
         try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: directory.file())
         let (error, unchanged) = try await refusal()
-        guard case .corrupted(let errorPath, _) = error else { Issue.record("\(String(describing: error))"); return }
+        guard case .corrupted(let errorPath, _) = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
         #expect(errorPath == path)
         #expect(unchanged)
         // The refusal released the lock: the next attempt is refused for the file, not locked.
-        guard case .corrupted = try await refusal().error else { Issue.record("not refused again"); return }
+        guard case .corrupted = try await refusal().error else {
+            Issue.record("not refused again")
+            return
+        }
     }
 
     @Test("a store whose header has flipped bytes is refused and left unchanged", arguments: [0, 5, 16, 21])
@@ -85,10 +89,15 @@ struct SQLiteStoreFileTests {
     @Test("a database of another application is refused as corrupted and left unchanged")
     func foreignDatabase() async throws {
         let connection = try _SQLiteConnection(path: path)
-        try connection.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes VALUES (1, 'x')")
+        try connection.execute(
+            "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes VALUES (1, 'x')"
+        )
         connection.close()
         let (error, unchanged) = try await refusal()
-        guard case .corrupted(path, let reason) = error else { Issue.record("\(String(describing: error))"); return }
+        guard case .corrupted(path, let reason) = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
         #expect(reason.contains("not a CacheKit store"))
         #expect(unchanged)
     }
@@ -101,7 +110,10 @@ struct SQLiteStoreFileTests {
         try connection.execute("PRAGMA journal_mode = DELETE")
         connection.close()
         let (error, unchanged) = try await refusal()
-        guard case .corrupted(path, _) = error else { Issue.record("\(String(describing: error))"); return }
+        guard case .corrupted(path, _) = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
         #expect(unchanged)
     }
 

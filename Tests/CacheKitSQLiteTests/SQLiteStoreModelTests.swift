@@ -97,7 +97,10 @@ struct SQLiteStoreModelTests {
                 try await store.setEntry(value, forKey: key, expiresAt: nil)
                 latest[key] = value
                 let usage = try await store.usage()
-                #expect((countLimit == 0 || usage.count <= countLimit) && usage.bytes <= byteLimit, "\(policy) step \(step): \(usage)")
+                #expect(
+                    (countLimit == 0 || usage.count <= countLimit) && usage.bytes <= byteLimit,
+                    "\(policy) step \(step): \(usage)"
+                )
                 let stored = try observer.integer("SELECT count(*) FROM cachekit_entries")
                 let storedBytes = try observer.integer("SELECT coalesce(sum(length(value)), 0) FROM cachekit_entries")
                 #expect(stored == Int64(usage.count) && storedBytes == Int64(usage.bytes), "\(policy) step \(step)")

@@ -1,9 +1,7 @@
-import CSQLite
 import CacheKit
+import CacheKitSQLite
 import Foundation
 import Testing
-
-@testable import CacheKitSQLite
 
 @Suite("SQLiteStore")
 struct SQLiteStoreTests {
@@ -36,7 +34,9 @@ struct SQLiteStoreTests {
         try await store.setEntry(Data("hello".utf8), forKey: "greeting", expiresAt: deadline)
         try await store.setEntry(Data(), forKey: "empty", expiresAt: nil)
         try await store.setEntry(Data("nul".utf8), forKey: "a\u{0}b", expiresAt: nil)
-        #expect(try await store.entry(forKey: "greeting") == StoredEntry(value: Data("hello".utf8), expiresAt: deadline))
+        #expect(
+            try await store.entry(forKey: "greeting") == StoredEntry(value: Data("hello".utf8), expiresAt: deadline)
+        )
         #expect(try await store.entry(forKey: "empty") == StoredEntry(value: Data(), expiresAt: nil))
         #expect(try await store.entry(forKey: "a\u{0}b")?.value == Data("nul".utf8))
         #expect(try await store.entry(forKey: "a") == nil)
@@ -85,7 +85,9 @@ struct SQLiteStoreTests {
                 try await store.setEntry(bytes(1), forKey: "k", expiresAt: nil)
             } == closed
         )
-        #expect(await storeError { () async throws(CacheStoreError) in try await store.removeEntry(forKey: "k") } == closed)
+        #expect(
+            await storeError { () async throws(CacheStoreError) in try await store.removeEntry(forKey: "k") } == closed
+        )
         #expect(await storeError { () async throws(CacheStoreError) in try await store.removeAll() } == closed)
         #expect(await storeError { () async throws(CacheStoreError) in try await store.usage() } == closed)
         let next = try await open()
@@ -166,10 +168,16 @@ struct SQLiteStoreTests {
         let empty = await storeError { () async throws(CacheStoreError) in
             try await store.setEntry(bytes(1), forKey: "", expiresAt: nil)
         }
-        guard case .invalidKey = empty else { Issue.record("empty key: \(String(describing: empty))"); return }
+        guard case .invalidKey = empty else {
+            Issue.record("empty key: \(String(describing: empty))")
+            return
+        }
         let long = String(repeating: "x", count: SQLiteStore.maximumKeyBytes + 1)
         let tooLong = await storeError { () async throws(CacheStoreError) in try await store.entry(forKey: long) }
-        guard case .invalidKey = tooLong else { Issue.record("long key: \(String(describing: tooLong))"); return }
+        guard case .invalidKey = tooLong else {
+            Issue.record("long key: \(String(describing: tooLong))")
+            return
+        }
         try await store.close()
     }
 
