@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "CacheKitSimulator", targets: ["CacheKitSimulator"]),
         .library(name: "CacheKitObservability", targets: ["CacheKitObservability"]),
         .library(name: "CacheKitMacros", targets: ["CacheKitMacros"]),
+        .library(name: "CacheKitSQLite", targets: ["CacheKitSQLite"]),
         .executable(name: "cachekit", targets: ["CacheKitTool"]),
     ],
     dependencies: [
@@ -70,6 +71,24 @@ let package = Package(
             name: "CacheKitMacros",
             dependencies: ["CacheKit", "CacheKitMacrosPlugin"]
         ),
+        // The system's SQLite (libsqlite3), for CacheKitSQLite only: CacheKit itself never needs it.
+        // Apple's SDKs ship it; elsewhere pkg-config finds it.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        // SQLiteStore: a CacheStore keeping many small values in one SQLite database.
+        .target(
+            name: "CacheKitSQLite",
+            dependencies: ["CacheKit", "CSQLite"]
+        ),
+        // Writes and removes entries of a SQLiteStore until killed: the SQLite crash test runs it
+        // (not a product).
+        .executableTarget(
+            name: "CacheKitSQLiteCrashHelper",
+            dependencies: ["CacheKit", "CacheKitSQLite"]
+        ),
         // What `cachekit` needs from C and Swift cannot import (Linux's `prctl`).
         .target(name: "_CacheKitToolShims"),
         // What `cachekit bench` and `CacheKitLab` share: the argument parser, the workloads, the
@@ -110,6 +129,11 @@ let package = Package(
             // `cachekit` and `CacheKitLab` are dependencies only so that SwiftPM builds them before
             // the tests that run them.
             dependencies: ["CacheKitSimulator", "CacheKit", "CacheKitTool", "CacheKitLab"]
+        ),
+        .testTarget(
+            name: "CacheKitSQLiteTests",
+            // The crash helper is a dependency only so that SwiftPM builds it before the tests.
+            dependencies: ["CacheKitSQLite", "CacheKit", "CacheKitSQLiteCrashHelper"]
         ),
         .testTarget(
             name: "CacheKitObservabilityTests",

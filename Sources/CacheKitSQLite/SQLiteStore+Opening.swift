@@ -1,0 +1,132 @@
+// Opening a SQLiteStore: the lock, the connection, the schema check and the index. A file that is
+// not a CacheKit store, or one of a newer schema, is refused before anything is written to it.
+
+import CSQLite
+import CacheKit
+import Foundation
+
+extension _SQLiteStoreState {
+    /// The columns of `cachekit_entries` and whether each is the primary key, in order.
+    static let columns: [(name: String, primaryKey: Bool)] = [
+        ("key", true), ("value", false), ("size", false), ("deadline", false), ("access", false),
+    ]
+
+    /// Locks, opens and checks the database at `path`, creating it when missing, and builds the
+    /// index. Expired entries and entries beyond the limits are deleted.
+    static func open(
+        path: String,
+        countLimit: Int,
+        byteLimit: Int,
+        policy: EvictionPolicy,
+        clock: WallClock
+    ) throws(CacheStoreError) -> _SQLiteStoreState {
+        try createDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        let lock = try _LockFile(path: path + ".lock", owner: path)
+        let connection = try _SQLiteConnection(path: path)
+        do {
+            try prepareSchema(connection)
+            var state = _SQLiteStoreState(
+                path: path,
+                countLimit: countLimit,
+                byteLimit: byteLimit,
+                policy: policy,
+                clock: clock,
+                connection: connection,
+                lock: lock
+            )
+            try state.inTransaction { state throws(CacheStoreError) in try state.deleteExpired(now: clock.now()) }
+            try state.rebuildIndex()
+            return state
+        } catch {
+            connection.close()
+            lock.release()
+            throw error
+        }
+    }
+
+    /// Creates `directory` and its parents when missing.
+    private static func createDirectory(_ directory: String) throws(CacheStoreError) {
+        var status = stat()
+        if stat(directory, &status) == 0 { return }
+        let parent = URL(fileURLWithPath: directory).deletingLastPathComponent().path
+        if parent != directory { try createDirectory(parent) }
+        if mkdir(directory, 0o755) != 0, errno != EEXIST {
+            throw .ioFailure(path: directory, operation: "mkdir", errno: errno)
+        }
+    }
+
+    /// Checks that the database is an empty one (then creates the schema) or a CacheKit store
+    /// of a schema this code reads, then switches it to WAL. Nothing is written before the
+    /// checks pass.
+    private static func prepareSchema(_ connection: _SQLiteConnection) throws(CacheStoreError) {
+        let path = connection.path
+        try connection.execute("PRAGMA trusted_schema = OFF")
+        let applicationID = try connection.integer("PRAGMA application_id")
+        let version = try connection.integer("PRAGMA user_version")
+        if applicationID == 0, version == 0 {
+            // An empty database (or a new, empty file): the store creates its schema. A
+            // database with tables of its own belongs to someone else.
+            if try connection.integer("SELECT count(*) FROM sqlite_schema") != 0 {
+                throw .corrupted(path: path, reason: "not a CacheKit store: the database holds other tables")
+            }
+            try enableWAL(connection)
+            try createSchema(connection)
+            return
+        }
+        guard applicationID == Self.applicationID else {
+            throw .corrupted(path: path, reason: "not a CacheKit store: application id \(applicationID)")
+        }
+        if version > Self.schemaVersion {
+            throw .newerFormat(path: path, found: Int(version), supported: Self.schemaVersion)
+        }
+        guard version == Self.schemaVersion else {
+            throw .corrupted(path: path, reason: "unknown schema version \(version)")
+        }
+        var found: [(name: String, primaryKey: Bool)] = []
+        try connection.run("PRAGMA table_info(cachekit_entries)") { row in
+            found.append((row.text(1), row.integer(5) != 0))
+        }
+        guard found.elementsEqual(columns, by: { $0.name == $1.name && $0.primaryKey == $1.primaryKey }) else {
+            let names = found.map(\.name).joined(separator: ", ")
+            throw .corrupted(path: path, reason: "the entries table has the columns [\(names)], not a store's")
+        }
+        try enableWAL(connection)
+    }
+
+    private static func enableWAL(_ connection: _SQLiteConnection) throws(CacheStoreError) {
+        var mode = ""
+        try connection.run("PRAGMA journal_mode = WAL") { row in mode = row.text(0) }
+        guard mode.lowercased() == "wal" else {
+            throw .database(
+                path: connection.path,
+                code: SQLITE_ERROR,
+                message: "the database cannot use write-ahead logging (journal mode \(mode))"
+            )
+        }
+        try connection.execute("PRAGMA synchronous = NORMAL")
+    }
+
+    private static func createSchema(_ connection: _SQLiteConnection) throws(CacheStoreError) {
+        do {
+            try connection.begin()
+            try connection.execute(
+                """
+                CREATE TABLE cachekit_entries (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value BLOB NOT NULL,
+                    size INTEGER NOT NULL,
+                    deadline REAL,
+                    access INTEGER NOT NULL
+                );
+                CREATE INDEX cachekit_entries_deadline ON cachekit_entries (deadline) WHERE deadline IS NOT NULL;
+                PRAGMA application_id = \(applicationID);
+                PRAGMA user_version = \(schemaVersion);
+                """
+            )
+            try connection.commit()
+        } catch {
+            connection.rollback()
+            throw error
+        }
+    }
+}

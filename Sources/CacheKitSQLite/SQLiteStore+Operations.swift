@@ -1,0 +1,131 @@
+// The store's operations on its locked state: reads record their access in memory, writes run in
+// one transaction that also writes those records, drops expired entries and evicts what the
+// limits require.
+
+import CacheKit
+import Foundation
+
+extension _SQLiteStoreState {
+    /// The entry for `key`, or `nil`; drops it when expired or damaged.
+    mutating func entry(forKey key: String) throws(CacheStoreError) -> StoredEntry? {
+        try SQLiteStore.validate(key: key)
+        let connection = try ready()
+        // The index holds every stored key: a miss costs no query, and a hit is the policy's use.
+        guard index.value(forKey: key) != nil else { return nil }
+        var found: (value: Data, size: Int64, deadline: Date?)?
+        try connection.run("SELECT value, size, deadline FROM cachekit_entries WHERE key = ?", [.text(key)]) { row in
+            let deadline = row.isNull(2) ? nil : Date(timeIntervalSinceReferenceDate: row.real(2))
+            found = (row.blob(0), row.integer(1), deadline)
+        }
+        guard let found else {
+            index.removeValue(forKey: key)
+            pendingAccess[key] = nil
+            return nil
+        }
+        if let deadline = found.deadline, deadline <= clock.now() {
+            try drop(key)
+            return nil
+        }
+        if found.size != Int64(found.value.count) {
+            let reason = "the entry's value has \(found.value.count) bytes where its row records \(found.size)"
+            problems.append(CacheStoreProblem(key: key, error: .corrupted(path: path, reason: reason)))
+            try drop(key)
+            return nil
+        }
+        pendingAccess[key] = takeAccess()
+        readsSinceFlush += 1
+        if readsSinceFlush >= Self.accessFlushInterval { flushPendingAccess() }
+        return StoredEntry(value: found.value, expiresAt: found.deadline)
+    }
+
+    /// Deletes `key`'s row (one statement, atomic on its own) and its index entry.
+    private mutating func drop(_ key: String) throws(CacheStoreError) {
+        try deleteRows([key])
+        index.removeValue(forKey: key)
+    }
+
+    /// Stores `value` for `key` and evicts what the limits require, in one transaction.
+    mutating func setEntry(_ value: Data, forKey key: String, expiresAt: Date?) throws(CacheStoreError) {
+        try SQLiteStore.validate(key: key)
+        guard value.count <= byteLimit else { throw .tooLarge(key: key, bytes: value.count, limit: byteLimit) }
+        _ = try ready()
+        let now = clock.now()
+        try inTransaction { state throws(CacheStoreError) in
+            try state.deleteExpired(now: now)
+            if let expiresAt, expiresAt <= now {
+                // Already expired: it would never be returned, so it replaces the entry by nothing.
+                try state.drop(key)
+                return
+            }
+            try state.connection?.run(
+                """
+                INSERT INTO cachekit_entries (key, value, size, deadline, access) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value, size = excluded.size,
+                    deadline = excluded.deadline, access = excluded.access
+                """,
+                [
+                    .text(key), .blob(value), .integer(Int64(value.count)),
+                    expiresAt.map { .real($0.timeIntervalSinceReferenceDate) } ?? .null,
+                    .integer(state.takeAccess()),
+                ]
+            )
+            state.pendingAccess[key] = nil
+            _ = state.evicted.take()
+            state.index.setValue(value.count, forKey: key, cost: value.count)
+            var victims = state.evicted.take()
+            // A policy may turn the new entry away (an admission filter): then it is not kept.
+            if !state.index.contains(key), !victims.contains(key) { victims.append(key) }
+            try state.deleteRows(victims)
+        }
+    }
+
+    /// Removes `key`'s entry; returns whether there was one that had not expired.
+    mutating func removeEntry(forKey key: String) throws(CacheStoreError) -> Bool {
+        try SQLiteStore.validate(key: key)
+        let connection = try ready()
+        var removed = false
+        let now = clock.now()
+        try connection.run("DELETE FROM cachekit_entries WHERE key = ? RETURNING deadline", [.text(key)]) { row in
+            removed = row.isNull(0) || Date(timeIntervalSinceReferenceDate: row.real(0)) > now
+        }
+        index.removeValue(forKey: key)
+        pendingAccess[key] = nil
+        return removed
+    }
+
+    /// Removes every entry.
+    mutating func removeAll() throws(CacheStoreError) {
+        try inTransaction { state throws(CacheStoreError) in
+            try state.connection?.run("DELETE FROM cachekit_entries")
+            state.index.removeAll()
+        }
+        pendingAccess.removeAll()
+    }
+
+    /// The count and bytes the limits apply to.
+    mutating func usage() throws(CacheStoreError) -> CacheStoreUsage {
+        _ = try ready()
+        return CacheStoreUsage(count: index.count, bytes: index.totalCost)
+    }
+
+    /// Writes the pending access records, closes the connection and releases the lock. Closing
+    /// again does nothing. The connection and lock are released even when the write fails.
+    mutating func close() throws(CacheStoreError) {
+        guard let connection else { return }
+        var failure: CacheStoreError?
+        if !pendingAccess.isEmpty {
+            do {
+                try inTransaction { _ throws(CacheStoreError) in }
+            } catch {
+                failure = error
+            }
+        }
+        connection.close()
+        self.connection = nil
+        lock?.release()
+        lock = nil
+        index.removeAll()
+        pendingAccess.removeAll()
+        if let failure { throw failure }
+    }
+}

@@ -1,0 +1,186 @@
+// What SQLiteStore guards with its lock: the connection, the in-memory eviction index, the access
+// records not yet written, and the problems to report once the lock is released. Plain state
+// and synchronous methods; SQLiteStore decides where they run.
+
+import CacheKit
+import Foundation
+
+/// The keys the index evicted during one call, collected by its removal handler.
+final class _EvictedKeys {
+    var keys: [String] = []
+
+    /// The keys collected since the last call, emptying the list.
+    func take() -> [String] {
+        defer { keys.removeAll() }
+        return keys
+    }
+}
+
+/// The state of one open ``SQLiteStore``, mutated under its lock only.
+package struct _SQLiteStoreState {
+    /// The schema this code writes and reads, kept in `PRAGMA user_version`.
+    package static let schemaVersion = 1
+    /// `PRAGMA application_id` of a CacheKit store ("CKSQ"), telling it from other databases.
+    package static let applicationID: Int64 = 0x434B_5351
+    /// Reads recorded in memory before their access order is written in one transaction.
+    package static let accessFlushInterval = 128
+
+    /// The database file.
+    let path: String
+    let countLimit: Int
+    let byteLimit: Int
+    let policy: EvictionPolicy
+    let clock: WallClock
+    /// `nil` once closed.
+    var connection: _SQLiteConnection?
+    var lock: _LockFile?
+    /// Every stored key with its value's size as cost: the store's eviction policy and limits.
+    var index: SerialCache<String, Int>
+    let evicted = _EvictedKeys()
+    /// Accesses not yet written to the `access` column, by key.
+    var pendingAccess: [String: Int64] = [:]
+    /// Reads since the access records were last written.
+    var readsSinceFlush = 0
+    /// The next value of the `access` column: larger than every one written.
+    var nextAccess: Int64 = 1
+    /// Set when a transaction failed after the index changed: the index is rebuilt from the
+    /// database before the next operation.
+    var indexIsStale = false
+    /// Problems handled without failing the call, reported after the lock is released.
+    var problems: [CacheStoreProblem] = []
+
+    init(
+        path: String,
+        countLimit: Int,
+        byteLimit: Int,
+        policy: EvictionPolicy,
+        clock: WallClock,
+        connection: _SQLiteConnection,
+        lock: _LockFile
+    ) {
+        self.path = path
+        self.countLimit = countLimit
+        self.byteLimit = byteLimit
+        self.policy = policy
+        self.clock = clock
+        self.connection = connection
+        self.lock = lock
+        index = SerialCache()
+    }
+
+    /// The open connection, with an index that matches the database.
+    mutating func ready() throws(CacheStoreError) -> _SQLiteConnection {
+        guard let connection else { throw .closed(path: path) }
+        if indexIsStale { try rebuildIndex() }
+        return connection
+    }
+
+    /// Runs `body` in one write transaction with the pending access records written first.
+    /// On failure the transaction is rolled back and the index is marked for a rebuild, as it
+    /// may already hold the failed write's changes.
+    mutating func inTransaction<R>(_ body: (inout Self) throws(CacheStoreError) -> R) throws(CacheStoreError) -> R {
+        let connection = try ready()
+        do {
+            try connection.begin()
+            try writePendingAccess()
+            let result = try body(&self)
+            try connection.commit()
+            pendingAccess.removeAll(keepingCapacity: true)
+            readsSinceFlush = 0
+            return result
+        } catch {
+            connection.rollback()
+            indexIsStale = true
+            evicted.keys.removeAll()
+            throw error
+        }
+    }
+
+    /// The next value of the `access` column.
+    mutating func takeAccess() -> Int64 {
+        defer { nextAccess += 1 }
+        return nextAccess
+    }
+
+    /// Writes the pending access records (inside a transaction the caller holds).
+    func writePendingAccess() throws(CacheStoreError) {
+        guard let connection, !pendingAccess.isEmpty else { return }
+        for (key, access) in pendingAccess {
+            try connection.run("UPDATE cachekit_entries SET access = ? WHERE key = ?", [.integer(access), .text(key)])
+        }
+    }
+
+    /// Writes the pending access records in a transaction of their own. A failure loses only
+    /// those records (eviction order, not entries) and is reported as a problem.
+    mutating func flushPendingAccess() {
+        guard !pendingAccess.isEmpty else { return }
+        do {
+            try inTransaction { _ throws(CacheStoreError) in }
+        } catch {
+            pendingAccess.removeAll()
+            readsSinceFlush = 0
+            indexIsStale = false  // the index did not change: only the access column failed
+            problems.append(CacheStoreProblem(key: nil, error: error))
+        }
+    }
+
+    /// Deletes every entry whose deadline is at or before `now` from the database and the index
+    /// (inside a transaction the caller holds).
+    mutating func deleteExpired(now: Date) throws(CacheStoreError) {
+        guard let connection else { throw .closed(path: path) }
+        var expired: [String] = []
+        try connection.run(
+            "DELETE FROM cachekit_entries WHERE deadline <= ? RETURNING key",
+            [.real(now.timeIntervalSinceReferenceDate)]
+        ) { row in expired.append(row.text(0)) }
+        for key in expired {
+            index.removeValue(forKey: key)
+            pendingAccess[key] = nil
+        }
+    }
+
+    /// Deletes the rows of `keys` (inside a transaction the caller holds, or alone).
+    mutating func deleteRows(_ keys: [String]) throws(CacheStoreError) {
+        guard let connection else { throw .closed(path: path) }
+        for key in keys {
+            try connection.run("DELETE FROM cachekit_entries WHERE key = ?", [.text(key)])
+            pendingAccess[key] = nil
+        }
+    }
+
+    /// Builds the index from the database: every key in access order (least recent first), so
+    /// that the policy starts from the order the entries were last used in, then the accesses
+    /// not yet written. When the database holds more than the limits allow (a store reopened
+    /// with smaller limits), the index evicts by its policy and those rows are deleted.
+    mutating func rebuildIndex() throws(CacheStoreError) {
+        guard let connection else { throw .closed(path: path) }
+        let index = SerialCache<String, Int>(countLimit: countLimit, totalCostLimit: byteLimit, policy: policy)
+        let evicted = self.evicted
+        evicted.keys.removeAll()
+        index.removalHandler = { removal in
+            if removal.reason.isEviction { evicted.keys.append(removal.key) }
+        }
+        var lastAccess: Int64 = 0
+        try connection.run("SELECT key, length(value), access FROM cachekit_entries ORDER BY access, key") { row in
+            let size = Int(row.integer(1))
+            index.setValue(size, forKey: row.text(0), cost: size)
+            lastAccess = max(lastAccess, row.integer(2))
+        }
+        for (key, _) in pendingAccess.sorted(by: { $0.value < $1.value }) where index.contains(key) {
+            _ = index.value(forKey: key)
+        }
+        self.index = index
+        nextAccess = max(nextAccess, lastAccess + 1)
+        indexIsStale = false
+        let victims = evicted.take()
+        if !victims.isEmpty {
+            try inTransaction { state throws(CacheStoreError) in try state.deleteRows(victims) }
+        }
+    }
+
+    /// Reports the problems collected so far, emptying the list.
+    mutating func takeProblems() -> [CacheStoreProblem] {
+        defer { problems.removeAll() }
+        return problems
+    }
+}

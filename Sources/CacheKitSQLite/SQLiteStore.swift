@@ -1,0 +1,218 @@
+import CacheKit
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A ``CacheKit/CacheStore`` that keeps many small values in one SQLite database.
+///
+/// ```swift
+/// let store = try await SQLiteStore(path: cachesDirectory.appending(path: "thumbnails.sqlite"),
+///                                   byteLimit: 64 << 20)
+/// try await store.setEntry(png, forKey: "avatar/42", expiresAt: .now.addingTimeInterval(86_400))
+/// let hit = try await store.entry(forKey: "avatar/42")?.value
+/// try await store.close()
+/// ```
+///
+/// Use it for thousands to millions of values of a few bytes to a few hundred kilobytes: one
+/// file, one transaction per write, no file per entry. (Large values belong in a store that
+/// keeps a file each.)
+///
+/// ## Design
+/// - **One table.** `cachekit_entries(key TEXT PRIMARY KEY, value BLOB, size INTEGER,
+///   deadline REAL, access INTEGER)`: `deadline` is seconds since 2001-01-01 UTC on the wall
+///   clock (exactly a `Date`, so it survives a restart unchanged), `NULL` for never, and has a
+///   partial index for finding expired entries; `access` orders the entries by last use.
+///   `PRAGMA application_id` marks the file as a CacheKit store and `PRAGMA user_version` holds
+///   its schema version.
+/// - **Refusing other files.** A file that is not a database, is damaged, or holds other tables
+///   throws ``CacheKit/CacheStoreError/corrupted(path:reason:)``; one of a newer schema throws
+///   ``CacheKit/CacheStoreError/newerFormat(path:found:supported:)``. Either way the store
+///   writes nothing to it and never deletes it: the file stays for its owner to inspect.
+/// - **One owner.** The store holds an exclusive `flock` on `<path>.lock` from open to close; a
+///   second store, in this process or another, gets ``CacheKit/CacheStoreError/locked(path:)``.
+///   The lock file stays on disk after close.
+/// - **Durability.** The database runs in WAL mode with `synchronous=NORMAL`: every write is one
+///   transaction, so a crash of the process (even `SIGKILL`) loses nothing that was written and
+///   never leaves half a write. A power loss or operating-system crash can lose the last
+///   transactions before a checkpoint, never the database's consistency: right for a cache.
+/// - **Eviction.** The store keeps every key in memory in a ``CacheKit/SerialCache`` whose cost
+///   is the value's size in bytes, with the store's limits and policy, so entries leave in the
+///   order CacheKit's policies choose. At open, the index is rebuilt by inserting the keys in
+///   `access` order (least recently used first): LRU resumes exactly, and frequency-based
+///   policies start from recency alone, as their counts are not stored. A write deletes the
+///   entries the index evicts in the same transaction, so limits hold when the write returns;
+///   when a transaction fails, the index is rebuilt from the database.
+/// - **Batched access order.** A read changes nothing on disk: it records its access in memory.
+///   The records are written in one transaction every 128 reads, with every write, and at
+///   close. A crash loses only those records, so eviction order, never entries.
+/// - **Expiry.** An entry whose deadline has passed on the store's ``CacheKit/WallClock`` is
+///   never returned: a read that finds one deletes it, and every write first deletes all
+///   expired entries (an index lookup when there are none).
+/// - **Threads.** One connection, guarded by a `Mutex` and used on the store's own serial
+///   dispatch queue, so that database work never runs on the caller's thread or blocks Swift's
+///   cooperative threads. The problem handler runs on that queue after the lock is released;
+///   it must not wait for the store's own operations.
+///
+/// ## Performance
+/// A hit runs one indexed query; a miss runs none (the index answers). A write runs one
+/// transaction: an upsert plus one delete per evicted entry. The index keeps one slot and the
+/// key's string in memory per entry.
+public final class SQLiteStore: CacheStore {
+    /// The database file.
+    public let path: URL
+    /// The most entries the store holds; `0` means no limit on the count.
+    public let countLimit: Int
+    /// The most bytes of values the store holds.
+    public let byteLimit: Int
+    /// Which entry leaves first when a limit is reached.
+    public let policy: EvictionPolicy
+
+    private let state: Mutex<_SQLiteStoreState>
+    private let queue: DispatchQueue
+    private let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
+
+    /// Opens the store at `path`, creating the database (and its directory) when missing.
+    ///
+    /// - Parameters:
+    ///   - path: The database file. The store also uses `<path>.lock` and SQLite's `<path>-wal`
+    ///     and `<path>-shm`.
+    ///   - countLimit: The most entries the store holds; `0` (the default) means no limit.
+    ///   - byteLimit: The most bytes of values the store holds; a larger value is refused with
+    ///     ``CacheKit/CacheStoreError/tooLarge(key:bytes:limit:)``.
+    ///   - policy: Which entry leaves first when a limit is reached. Defaults to LRU.
+    ///   - clock: The wall clock deadlines are measured on. Tests pass
+    ///     ``CacheKit/WallClock/manual(_:origin:)``.
+    ///   - problemHandler: Hears what the store handled without failing a call: a damaged entry
+    ///     it dropped, access records it could not write. Called on the store's queue with no
+    ///     lock held.
+    /// - Throws: ``CacheKit/CacheStoreError/locked(path:)`` when another store owns the
+    ///   database; `corrupted`, `newerFormat` or `database` when the file is not one this store
+    ///   can use (the file is left as it is); `ioFailure` when the directory or lock file
+    ///   cannot be created.
+    /// - Precondition: `countLimit` is not negative and `byteLimit` is positive.
+    public init(
+        path: URL,
+        countLimit: Int = 0,
+        byteLimit: Int,
+        policy: EvictionPolicy = .lru,
+        clock: WallClock = .system,
+        problemHandler: (@Sendable (CacheStoreProblem) -> Void)? = nil
+    ) async throws(CacheStoreError) {
+        precondition(countLimit >= 0, "SQLiteStore: countLimit must not be negative")
+        precondition(byteLimit > 0, "SQLiteStore: byteLimit must be positive")
+        self.path = path
+        self.countLimit = countLimit
+        self.byteLimit = byteLimit
+        self.policy = policy
+        self.problemHandler = problemHandler
+        let queue = DispatchQueue(label: "CacheKitSQLite.SQLiteStore")
+        self.queue = queue
+        let file = path.standardizedFileURL.path
+        let opened: Result<_SQLiteStoreBox, CacheStoreError> = await withCheckedContinuation { continuation in
+            queue.async {
+                continuation.resume(
+                    returning: Result { () throws(CacheStoreError) in
+                        _SQLiteStoreBox(
+                            try _SQLiteStoreState.open(
+                                path: file,
+                                countLimit: countLimit,
+                                byteLimit: byteLimit,
+                                policy: policy,
+                                clock: clock
+                            )
+                        )
+                    }
+                )
+            }
+        }
+        state = Mutex(try opened.get().take())
+    }
+
+    deinit {
+        state.withLock { try? $0.close() }
+    }
+
+    /// Runs `body` on the store's queue under its lock, then reports the problems it collected
+    /// with the lock released.
+    private func perform<R: Sendable>(
+        _ body: @escaping @Sendable (inout _SQLiteStoreState) throws(CacheStoreError) -> R
+    ) async throws(CacheStoreError) -> R {
+        let result: Result<R, CacheStoreError> = await withCheckedContinuation { continuation in
+            queue.async {
+                let (result, problems) = self.state.withLock { state in
+                    let result = Result { () throws(CacheStoreError) in try body(&state) }
+                    return (result, state.takeProblems())
+                }
+                if let problemHandler = self.problemHandler {
+                    for problem in problems { problemHandler(problem) }
+                }
+                continuation.resume(returning: result)
+            }
+        }
+        return try result.get()
+    }
+
+    /// The entry for `key` and its deadline, or `nil` when there is none or it has expired.
+    /// Records the access for the eviction policy (in memory; written in batches).
+    ///
+    /// - Complexity: O(1) in memory plus one indexed query on a hit; none on a miss.
+    public func entry(forKey key: String) async throws(CacheStoreError) -> StoredEntry? {
+        try await perform { state throws(CacheStoreError) in try state.entry(forKey: key) }
+    }
+
+    /// Stores `value` for `key`, replacing any entry, to be dropped at `expiresAt` (`nil` for
+    /// never). One transaction also deletes expired entries and evicts, by the store's policy,
+    /// what the limits require; when it returns the entry is committed (see the type's
+    /// durability notes). A deadline already passed removes the key's entry instead.
+    ///
+    /// - Complexity: One transaction: O(log *n*) for the row plus O(log *n*) per entry expired
+    ///   or evicted.
+    public func setEntry(_ value: Data, forKey key: String, expiresAt: Date?) async throws(CacheStoreError) {
+        try await perform { state throws(CacheStoreError) in
+            try state.setEntry(value, forKey: key, expiresAt: expiresAt)
+        }
+    }
+
+    /// Removes the entry for `key`; returns whether there was one (an expired entry does not
+    /// count).
+    ///
+    /// - Complexity: One statement, O(log *n*).
+    @discardableResult
+    public func removeEntry(forKey key: String) async throws(CacheStoreError) -> Bool {
+        try await perform { state throws(CacheStoreError) in try state.removeEntry(forKey: key) }
+    }
+
+    /// Removes every entry. The database file keeps its size for reuse.
+    public func removeAll() async throws(CacheStoreError) {
+        try await perform { state throws(CacheStoreError) in try state.removeAll() }
+    }
+
+    /// How many entries the store holds and how many bytes of values, as its limits count
+    /// them. Entries that expired since the last write count until they are dropped.
+    ///
+    /// - Complexity: O(1), from memory.
+    public func usage() async throws(CacheStoreError) -> CacheStoreUsage {
+        try await perform { state throws(CacheStoreError) in try state.usage() }
+    }
+
+    /// Writes the pending access records, closes the database and releases its lock. Later
+    /// calls throw ``CacheKit/CacheStoreError/closed(path:)``; closing twice is harmless. The
+    /// database and lock are released even when the final write fails (then it throws). A
+    /// store released without `close()` closes itself, on the thread that releases it.
+    public func close() async throws(CacheStoreError) {
+        try await perform { state throws(CacheStoreError) in try state.close() }
+    }
+}
+
+/// Carries a freshly opened state from the store's queue to its initializer (nothing else holds
+/// it in between).
+private final class _SQLiteStoreBox: @unchecked Sendable {
+    private var state: _SQLiteStoreState?
+
+    init(_ state: _SQLiteStoreState) { self.state = state }
+
+    func take() -> _SQLiteStoreState {
+        defer { state = nil }
+        return state!
+    }
+}

@@ -1,0 +1,186 @@
+import CacheKit
+import CacheKitSQLite
+import Foundation
+import Testing
+
+/// Files a store must refuse, and leave as they are: other owners, other formats, damage, and
+/// places it cannot write.
+@Suite("SQLiteStore files")
+struct SQLiteStoreFileTests {
+    let directory: TemporaryDirectory
+
+    init() throws { directory = try TemporaryDirectory() }
+
+    var path: String { directory.file().path }
+
+    func open() async throws(CacheStoreError) -> SQLiteStore {
+        try await SQLiteStore(path: directory.file(), byteLimit: 1 << 20)
+    }
+
+    /// The error opening a store at the file throws, and whether the file's bytes stayed as
+    /// they were.
+    func refusal() async throws -> (error: CacheStoreError?, unchanged: Bool) {
+        let before = try Data(contentsOf: directory.file())
+        let error = await storeError { () async throws(CacheStoreError) in try await open() }
+        return (error, try Data(contentsOf: directory.file()) == before)
+    }
+
+    /// A closed store's database with one entry.
+    func makeStore() async throws {
+        let store = try await open()
+        try await store.setEntry(bytes(100), forKey: "k", expiresAt: nil)
+        try await store.close()
+    }
+
+    @Test("a second store opening the same database gets locked, until the first closes")
+    func secondOpenerInProcess() async throws {
+        let first = try await open()
+        #expect(await storeError { () async throws(CacheStoreError) in try await open() } == .locked(path: path))
+        try await first.close()
+        let second = try await open()
+        try await second.close()
+    }
+
+    @Test(
+        "a store in another process gets locked",
+        .enabled(if: sqliteCrashHelper != nil, "CacheKitSQLiteCrashHelper not found; build it first")
+    )
+    func secondOpenerInAnotherProcess() async throws {
+        let helper = try #require(sqliteCrashHelper)
+        let first = try await open()
+        let output = try runHelper(helper, ["--open", path])
+        #expect(output.contains(CacheStoreError.locked(path: path).description), "\(output)")
+        try await first.close()
+        #expect(try runHelper(helper, ["--open", path]).hasPrefix("opened"))
+    }
+
+    @Test("a file of garbage bytes is refused as corrupted and left unchanged", arguments: [16, 4_096, 20_000])
+    func garbage(size: Int) async throws {
+        var generator = SystemRandomNumberGenerator()
+        try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: directory.file())
+        let (error, unchanged) = try await refusal()
+        guard case .corrupted(let errorPath, _) = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        #expect(errorPath == path)
+        #expect(unchanged)
+        // The refusal released the lock: the next attempt is refused for the file, not locked.
+        guard case .corrupted = try await refusal().error else {
+            Issue.record("not refused again")
+            return
+        }
+    }
+
+    @Test("a store whose header has flipped bytes is refused and left unchanged", arguments: [0, 5, 16, 21])
+    func flippedHeader(offset: Int) async throws {
+        try await makeStore()
+        var data = try Data(contentsOf: directory.file())
+        for index in offset..<(offset + 3) { data[index] ^= 0xA5 }
+        try data.write(to: directory.file())
+        let (error, unchanged) = try await refusal()
+        switch error {
+        case .corrupted(let errorPath, _), .database(let errorPath, _, _): #expect(errorPath == path)
+        default: Issue.record("expected corrupted or database, got \(String(describing: error))")
+        }
+        #expect(unchanged)
+    }
+
+    @Test("a database of another application is refused as corrupted and left unchanged")
+    func foreignDatabase() async throws {
+        let connection = try _SQLiteConnection(path: path)
+        try connection.execute(
+            "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes VALUES (1, 'x')"
+        )
+        connection.close()
+        let (error, unchanged) = try await refusal()
+        guard case .corrupted(path, let reason) = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("not a CacheKit store"))
+        #expect(unchanged)
+    }
+
+    @Test("a store's database whose table has another layout is refused as corrupted and left unchanged")
+    func foreignLayout() async throws {
+        try await makeStore()
+        let connection = try _SQLiteConnection(path: path)
+        try connection.execute("ALTER TABLE cachekit_entries DROP COLUMN access")
+        try connection.execute("PRAGMA journal_mode = DELETE")
+        connection.close()
+        let (error, unchanged) = try await refusal()
+        guard case .corrupted(path, _) = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        #expect(unchanged)
+    }
+
+    @Test("a database of a newer schema is refused as newerFormat and left unchanged")
+    func newerSchema() async throws {
+        try await makeStore()
+        let connection = try _SQLiteConnection(path: path)
+        try connection.execute("PRAGMA user_version = \(_SQLiteStoreState.schemaVersion + 1)")
+        connection.close()
+        let (error, unchanged) = try await refusal()
+        #expect(
+            error == .newerFormat(path: path, found: _SQLiteStoreState.schemaVersion + 1, supported: 1)
+        )
+        #expect(unchanged)
+    }
+
+    /// Whether this process can run the helper as another user (root and setpriv): root
+    /// ignores file modes, so a read-only place is tested as `nobody`.
+    static let canRunAsNobody =
+        getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") && sqliteCrashHelper != nil
+
+    /// The outcome of opening a store at `path` as a user the modes apply to: this process
+    /// when it is not root, else the crash helper run as `nobody`.
+    func openWithoutPrivileges(_ path: String) async throws -> String {
+        if getuid() != 0 {
+            let error = await storeError { () async throws(CacheStoreError) in
+                try await SQLiteStore(path: URL(fileURLWithPath: path), byteLimit: 100)
+            }
+            return error.map { "error: \($0)" } ?? "opened"
+        }
+        let helper = directory.file("helper")
+        if !FileManager.default.fileExists(atPath: helper.path) {
+            try FileManager.default.copyItem(at: try #require(sqliteCrashHelper), to: helper)
+        }
+        #expect(chmod(helper.path, 0o755) == 0)
+        return try runHelper(
+            helper,
+            ["--open", path],
+            launcher: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        )
+    }
+
+    @Test(
+        "a read-only directory or database file gives a typed error",
+        .enabled(if: getuid() != 0 || canRunAsNobody, "root needs setpriv and the crash helper")
+    )
+    func readOnly() async throws {
+        #expect(chmod(directory.url.path, 0o755) == 0)
+        let folder = directory.file("read-only")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        #expect(chmod(folder.path, 0o555) == 0)
+        let inFolder = try await openWithoutPrivileges(folder.appendingPathComponent("store.sqlite").path)
+        #expect(inFolder.hasPrefix("error: open failed for \(folder.path)/store.sqlite.lock"), "\(inFolder)")
+
+        // A writable directory and lock file, a database file that cannot be written.
+        let writable = directory.file("writable")
+        try FileManager.default.createDirectory(at: writable, withIntermediateDirectories: false)
+        let database = writable.appendingPathComponent("store.sqlite")
+        let store = try await SQLiteStore(path: database, byteLimit: 100)
+        try await store.setEntry(bytes(1), forKey: "k", expiresAt: nil)
+        try await store.close()
+        #expect(chmod(writable.path, 0o777) == 0)
+        #expect(chmod(database.path + ".lock", 0o666) == 0)
+        #expect(chmod(database.path, 0o444) == 0)
+        let before = try Data(contentsOf: database)
+        let readOnlyFile = try await openWithoutPrivileges(database.path)
+        #expect(readOnlyFile.hasPrefix("error: database \(database.path)"), "\(readOnlyFile)")
+        #expect(try Data(contentsOf: database) == before)
+    }
+}
