@@ -100,7 +100,10 @@ let package = Package(
         // `cachekit`, the command-line tool: `simulate` and `bench`.
         .executableTarget(
             name: "CacheKitTool",
-            dependencies: ["CacheKit", "CacheKitSimulator", "CacheKitBenchSupport", "_CacheKitToolShims"]
+            dependencies: [
+                "CacheKit", "CacheKitSimulator", "CacheKitBenchSupport", "_CacheKitToolShims", "CacheKitSQLite",
+                "CSQLite",
+            ]
         ),
         // Instruments that explain the performance figures (minimal LRU sketches, thread scaling,
         // cache-line transfer time): `swift run -c release CacheKitLab`. Not a product.

@@ -48,10 +48,11 @@ import Synchronization
 /// - **Expiry.** An entry whose deadline has passed on the store's ``CacheKit/WallClock`` is
 ///   never returned: a read that finds one deletes it, and every write first deletes all
 ///   expired entries (an index lookup when there are none).
-/// - **Threads.** One connection, guarded by a `Mutex` and used on the store's own serial
-///   dispatch queue, so that database work never runs on the caller's thread or blocks Swift's
-///   cooperative threads. The problem handler runs on that queue after the lock is released;
-///   it must not wait for the store's own operations.
+/// - **Threads.** One connection, guarded by a `Mutex`. Opening runs on a dispatch queue of
+///   the store's own; each operation runs on the task that calls it (the methods are `async` and
+///   not isolated to an actor, so on the global concurrent executor, never the caller's actor).
+///   The problem handler runs after the lock is released, on the thread of the operation that
+///   found the problem.
 ///
 /// ## Performance
 /// A hit runs one indexed query; a miss runs none (the index answers). A write runs one
@@ -83,7 +84,7 @@ public final class SQLiteStore: CacheStore {
     ///   - clock: The wall clock deadlines are measured on. Tests pass
     ///     ``CacheKit/WallClock/manual(_:origin:)``.
     ///   - problemHandler: Hears what the store handled without failing a call: a damaged entry
-    ///     it dropped, access records it could not write. Called on the store's queue with no
+    ///     it dropped, access records it could not write. Called on the operation's thread with no
     ///     lock held.
     /// - Throws: ``CacheKit/CacheStoreError/locked(path:)`` when another store owns the
     ///   database; `corrupted`, `newerFormat` or `database` when the file is not one this store
@@ -132,22 +133,19 @@ public final class SQLiteStore: CacheStore {
         state.withLock { try? $0.close() }
     }
 
-    /// Runs `body` on the store's queue under its lock, then reports the problems it collected
-    /// with the lock released.
+    /// Runs `body` under the store's lock, then reports the problems it collected with the lock
+    /// released. It runs on the calling task's executor: the methods are `async` and not isolated
+    /// to an actor, so that is the global concurrent executor, never the caller's actor. (A hop
+    /// to a queue of the store's own costs more than an indexed query.)
     private func perform<R: Sendable>(
-        _ body: @escaping @Sendable (inout _SQLiteStoreState) throws(CacheStoreError) -> R
+        _ body: @Sendable (inout _SQLiteStoreState) throws(CacheStoreError) -> R
     ) async throws(CacheStoreError) -> R {
-        let result: Result<R, CacheStoreError> = await withCheckedContinuation { continuation in
-            queue.async {
-                let (result, problems) = self.state.withLock { state in
-                    let result = Result { () throws(CacheStoreError) in try body(&state) }
-                    return (result, state.takeProblems())
-                }
-                if let problemHandler = self.problemHandler {
-                    for problem in problems { problemHandler(problem) }
-                }
-                continuation.resume(returning: result)
-            }
+        let (result, problems) = state.withLock { state in
+            let result = Result { () throws(CacheStoreError) in try body(&state) }
+            return (result, state.takeProblems())
+        }
+        if let problemHandler, !problems.isEmpty {
+            for problem in problems { problemHandler(problem) }
         }
         return try result.get()
     }

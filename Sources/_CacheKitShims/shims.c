@@ -22,18 +22,22 @@ __attribute__((constructor)) static void crc32c_fill_tables(void) {
     }
 }
 
+static inline uint32_t crc32c_software_word(uint32_t crc, uint64_t word) {
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    word = __builtin_bswap64(word);
+#endif
+    word ^= crc;
+    return crc32c_tables[7][word & 0xFF] ^ crc32c_tables[6][(word >> 8) & 0xFF]
+        ^ crc32c_tables[5][(word >> 16) & 0xFF] ^ crc32c_tables[4][(word >> 24) & 0xFF]
+        ^ crc32c_tables[3][(word >> 32) & 0xFF] ^ crc32c_tables[2][(word >> 40) & 0xFF]
+        ^ crc32c_tables[1][(word >> 48) & 0xFF] ^ crc32c_tables[0][word >> 56];
+}
+
 static uint32_t crc32c_software(uint32_t crc, const uint8_t *bytes, size_t count) {
     while (count >= 8) {
         uint64_t word;
         memcpy(&word, bytes, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        word = __builtin_bswap64(word);
-#endif
-        word ^= crc;
-        crc = crc32c_tables[7][word & 0xFF] ^ crc32c_tables[6][(word >> 8) & 0xFF]
-            ^ crc32c_tables[5][(word >> 16) & 0xFF] ^ crc32c_tables[4][(word >> 24) & 0xFF]
-            ^ crc32c_tables[3][(word >> 32) & 0xFF] ^ crc32c_tables[2][(word >> 40) & 0xFF]
-            ^ crc32c_tables[1][(word >> 48) & 0xFF] ^ crc32c_tables[0][word >> 56];
+        crc = crc32c_software_word(crc, word);
         bytes += 8;
         count -= 8;
     }
@@ -100,3 +104,56 @@ uint32_t _cachekit_crc32c(uint32_t crc, const void *bytes, size_t count) {
     return ~crc;
 }
 
+
+// Four CRC-32C lanes over the 8-byte words of each 32-byte block (lane i takes word i), so that
+// four independent chains keep the CPU's CRC unit busy; then one CRC-32C over the four lanes'
+// values (little-endian) and the bytes after the last whole block.
+#define CACHEKIT_LANES(step)                                                             \
+    uint32_t lanes[4] = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};             \
+    while (count >= 32) {                                                                \
+        uint64_t words[4];                                                               \
+        memcpy(words, bytes, 32);                                                        \
+        lanes[0] = step(lanes[0], words[0]);                                             \
+        lanes[1] = step(lanes[1], words[1]);                                             \
+        lanes[2] = step(lanes[2], words[2]);                                             \
+        lanes[3] = step(lanes[3], words[3]);                                             \
+        bytes += 32;                                                                     \
+        count -= 32;                                                                     \
+    }                                                                                    \
+    uint8_t summary[16];                                                                 \
+    for (int lane = 0; lane < 4; lane++) {                                               \
+        for (int byte = 0; byte < 4; byte++) summary[lane * 4 + byte] = (uint8_t)(~lanes[lane] >> (8 * byte)); \
+    }
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static inline uint32_t crc32c_hardware_word(uint32_t crc, uint64_t word) {
+    return (uint32_t)__builtin_ia32_crc32di(crc, word);
+}
+
+__attribute__((target("sse4.2"))) static uint32_t checksum_hardware(const uint8_t *bytes, size_t count) {
+    CACHEKIT_LANES(crc32c_hardware_word)
+    uint32_t crc = ~crc32c_hardware(0xFFFFFFFFu, summary, 16);
+    return _cachekit_crc32c(crc, bytes, count);
+}
+#elif defined(__aarch64__) && defined(__ARM_FEATURE_CRC32)
+static inline uint32_t crc32c_hardware_word(uint32_t crc, uint64_t word) { return __crc32cd(crc, word); }
+
+static uint32_t checksum_hardware(const uint8_t *bytes, size_t count) {
+    CACHEKIT_LANES(crc32c_hardware_word)
+    uint32_t crc = ~crc32c_hardware(0xFFFFFFFFu, summary, 16);
+    return _cachekit_crc32c(crc, bytes, count);
+}
+#else
+static uint32_t checksum_hardware(const uint8_t *bytes, size_t count) { return _cachekit_checksum_tables(bytes, count); }
+#endif
+
+uint32_t _cachekit_checksum_tables(const void *data, size_t count) {
+    const uint8_t *bytes = data;
+    CACHEKIT_LANES(crc32c_software_word)
+    uint32_t crc = _cachekit_crc32c_tables(0, summary, 16);
+    return _cachekit_crc32c_tables(crc, bytes, count);
+}
+
+uint32_t _cachekit_checksum(const void *data, size_t count) {
+    return crc32c_has_hardware() ? checksum_hardware(data, count) : _cachekit_checksum_tables(data, count);
+}

@@ -310,6 +310,23 @@ struct CRC32CTests {
         #expect(_cachekit_crc32c(0, nil, 0) == 0)
     }
 
+    @Test func theLaneChecksumIsCRC32COfTheLanesAndTheTail() {
+        // 32 bytes: one block, each lane one word, no tail.
+        let block = (0..<32).map { UInt8($0) }
+        var summary: [UInt8] = []
+        for lane in 0..<4 {
+            let crc = _cachekit_crc32c(0, Array(block[(lane * 8)..<(lane * 8 + 8)]), 8)
+            summary += withUnsafeBytes(of: crc.littleEndian) { Array($0) }
+        }
+        #expect(_cachekit_checksum(block, 32) == _cachekit_crc32c(0, summary, 16))
+        // A flipped bit anywhere changes it.
+        for index in block.indices {
+            var damaged = block
+            damaged[index] ^= 0x10
+            #expect(_cachekit_checksum(damaged, 32) != _cachekit_checksum(block, 32))
+        }
+    }
+
     @Test func theInstructionAndTheTablesAgreeOnEveryLengthAndAlignment() {
         var random = SeededGenerator(seed: 7)
         let bytes = (0..<600).map { _ in UInt8.random(in: 0...255, using: &random) }
@@ -323,6 +340,10 @@ struct CRC32CTests {
                     let half = count / 2
                     let first = _cachekit_crc32c(0, slice.baseAddress, half)
                     #expect(_cachekit_crc32c(first, slice.baseAddress.map { $0 + half }, count - half) == fast)
+                    #expect(
+                        _cachekit_checksum(slice.baseAddress, count)
+                            == _cachekit_checksum_tables(slice.baseAddress, count)
+                    )
                 }
             }
         }

@@ -24,7 +24,7 @@ struct _DiskEntryInfo: Sendable, Hashable {
 /// | 8        | 2    | format version (1)                              |
 /// | 10       | 2    | key length *k*                                  |
 /// | 12       | 8    | value length *v*                                |
-/// | 20       | 4    | CRC-32C of the value                            |
+/// | 20       | 4    | checksum of the value (CRC-32C in four lanes)   |
 /// | 24       | 4    | CRC-32C of bytes 0 ..< 24 followed by the key   |
 /// | 28       | *k*  | key, UTF-8                                      |
 /// | 28 + *k* | *v*  | value                                           |
@@ -41,9 +41,7 @@ enum _DiskEntryFile {
         _DiskBytes.append(version, to: &bytes)
         _DiskBytes.append(UInt16(keyBytes.count), to: &bytes)
         _DiskBytes.append(UInt64(value.count), to: &bytes)
-        var valueCRC = _CRC32C()
-        value.withUnsafeBytes { valueCRC.update($0) }
-        _DiskBytes.append(valueCRC.value, to: &bytes)
+        _DiskBytes.append(_CRC32C.lanes(of: value), to: &bytes)
         var headerCRC = _CRC32C()
         headerCRC.update(bytes)
         headerCRC.update(keyBytes)
@@ -101,9 +99,7 @@ enum _DiskEntryFile {
         guard header[headerSize...].elementsEqual(keyBytes) else {
             return .failure(_DiskEntryDamage(reason: "it holds another key"))
         }
-        var crc = _CRC32C()
-        value.withUnsafeBytes { crc.update($0) }
-        guard crc.value == valueCRC else {
+        guard _CRC32C.lanes(of: value) == valueCRC else {
             return .failure(_DiskEntryDamage(reason: "its value checksum does not match"))
         }
         return .success(value)

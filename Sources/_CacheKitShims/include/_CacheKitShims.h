@@ -20,4 +20,14 @@ uint32_t _cachekit_crc32c(uint32_t crc, const void *bytes, size_t count);
 /// `_cachekit_crc32c` by the tables alone, whatever the CPU: for tests that the two agree.
 uint32_t _cachekit_crc32c_tables(uint32_t crc, const void *bytes, size_t count);
 
+/// A checksum of `count` bytes for large buffers: CRC-32C over four interleaved lanes of 8-byte
+/// words (lane *i* takes the *i*-th word of each 32-byte block), then CRC-32C over the four
+/// lanes' values and the bytes after the last whole block. As strong against damage as one
+/// CRC-32C, and about three times as fast with the CPU's instruction, whose latency a single
+/// chain waits on.
+uint32_t _cachekit_checksum(const void *bytes, size_t count);
+
+/// `_cachekit_checksum` by the tables alone, whatever the CPU: for tests that the two agree.
+uint32_t _cachekit_checksum_tables(const void *bytes, size_t count);
+
 #endif
