@@ -10,6 +10,8 @@ extension _SQLiteStoreState {
     static let columns: [(name: String, primaryKey: Bool)] = [
         ("key", true), ("value", false), ("size", false), ("deadline", false), ("access", false),
     ]
+    /// The columns of `cachekit_reads` and whether each is the primary key, in order.
+    static let readsColumns: [(name: String, primaryKey: Bool)] = [("key", true), ("access", false)]
 
     /// Locks, opens and checks the database at `path`, creating it when missing, and builds the
     /// index. Expired entries and entries beyond the limits are deleted.
@@ -90,6 +92,14 @@ extension _SQLiteStoreState {
             let names = found.map(\.name).joined(separator: ", ")
             throw .corrupted(path: path, reason: "the entries table has the columns [\(names)], not a store's")
         }
+        var reads: [(name: String, primaryKey: Bool)] = []
+        try connection.run("PRAGMA table_info(cachekit_reads)") { row in
+            reads.append((row.text(1), row.integer(5) != 0))
+        }
+        guard reads.elementsEqual(readsColumns, by: { $0.name == $1.name && $0.primaryKey == $1.primaryKey }) else {
+            let names = reads.map(\.name).joined(separator: ", ")
+            throw .corrupted(path: path, reason: "the reads table has the columns [\(names)], not a store's")
+        }
         try enableWAL(connection)
     }
 
@@ -119,6 +129,7 @@ extension _SQLiteStoreState {
                     access INTEGER NOT NULL
                 );
                 CREATE INDEX cachekit_entries_deadline ON cachekit_entries (deadline) WHERE deadline IS NOT NULL;
+                CREATE TABLE cachekit_reads (key TEXT PRIMARY KEY NOT NULL, access INTEGER NOT NULL) WITHOUT ROWID;
                 PRAGMA application_id = \(applicationID);
                 PRAGMA user_version = \(schemaVersion);
                 """

@@ -88,6 +88,7 @@ extension _SQLiteStoreState {
         try connection.run("DELETE FROM cachekit_entries WHERE key = ? RETURNING deadline", [.text(key)]) { row in
             removed = row.isNull(0) || Date(timeIntervalSinceReferenceDate: row.real(0)) > now
         }
+        try connection.run("DELETE FROM cachekit_reads WHERE key = ?", [.text(key)])
         index.removeValue(forKey: key)
         pendingAccess[key] = nil
         return removed
@@ -96,7 +97,7 @@ extension _SQLiteStoreState {
     /// Removes every entry.
     mutating func removeAll() throws(CacheStoreError) {
         try inTransaction { state throws(CacheStoreError) in
-            try state.connection?.run("DELETE FROM cachekit_entries")
+            try state.connection?.execute("DELETE FROM cachekit_entries; DELETE FROM cachekit_reads")
             state.index.removeAll()
         }
         pendingAccess.removeAll()

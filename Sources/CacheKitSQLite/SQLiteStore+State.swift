@@ -23,7 +23,7 @@ package struct _SQLiteStoreState {
     /// `PRAGMA application_id` of a CacheKit store ("CKSQ"), telling it from other databases.
     package static let applicationID: Int64 = 0x434B_5351
     /// Reads recorded in memory before their access order is written in one transaction.
-    package static let accessFlushInterval = 128
+    package static let accessFlushInterval = 1_024
 
     /// The database file.
     let path: String
@@ -37,7 +37,7 @@ package struct _SQLiteStoreState {
     /// Every stored key with its value's size as cost: the store's eviction policy and limits.
     var index: SerialCache<String, Int>
     let evicted = _EvictedKeys()
-    /// Accesses not yet written to the `access` column, by key.
+    /// Reads not yet written to `cachekit_reads`, by key.
     var pendingAccess: [String: Int64] = [:]
     /// Reads since the access records were last written.
     var readsSinceFlush = 0
@@ -106,7 +106,13 @@ package struct _SQLiteStoreState {
     func writePendingAccess() throws(CacheStoreError) {
         guard let connection, !pendingAccess.isEmpty else { return }
         for (key, access) in pendingAccess {
-            try connection.run("UPDATE cachekit_entries SET access = ? WHERE key = ?", [.integer(access), .text(key)])
+            try connection.run(
+                """
+                INSERT INTO cachekit_reads (key, access) VALUES (?, ?)
+                ON CONFLICT (key) DO UPDATE SET access = excluded.access
+                """,
+                [.text(key), .integer(access)]
+            )
         }
     }
 
@@ -119,7 +125,7 @@ package struct _SQLiteStoreState {
         } catch {
             pendingAccess.removeAll()
             readsSinceFlush = 0
-            indexIsStale = false  // the index did not change: only the access column failed
+            indexIsStale = false  // the index did not change: only the read records failed
             problems.append(CacheStoreProblem(key: nil, error: error))
         }
     }
@@ -134,6 +140,7 @@ package struct _SQLiteStoreState {
             [.real(now.timeIntervalSinceReferenceDate)]
         ) { row in expired.append(row.text(0)) }
         for key in expired {
+            try connection.run("DELETE FROM cachekit_reads WHERE key = ?", [.text(key)])
             index.removeValue(forKey: key)
             pendingAccess[key] = nil
         }
@@ -144,6 +151,7 @@ package struct _SQLiteStoreState {
         guard let connection else { throw .closed(path: path) }
         for key in keys {
             try connection.run("DELETE FROM cachekit_entries WHERE key = ?", [.text(key)])
+            try connection.run("DELETE FROM cachekit_reads WHERE key = ?", [.text(key)])
             pendingAccess[key] = nil
         }
     }
@@ -161,7 +169,16 @@ package struct _SQLiteStoreState {
             if removal.reason.isEviction { evicted.keys.append(removal.key) }
         }
         var lastAccess: Int64 = 0
-        try connection.run("SELECT key, length(value), access FROM cachekit_entries ORDER BY access, key") { row in
+        // Reads of keys whose entry is gone (a crash between the two deletes of a removal).
+        try connection.execute("DELETE FROM cachekit_reads WHERE key NOT IN (SELECT key FROM cachekit_entries)")
+        // An entry's last use is its write (`cachekit_entries.access`) or its last read written
+        // since (`cachekit_reads`), whichever is later.
+        let query = """
+            SELECT e.key, length(e.value), max(e.access, coalesce(r.access, 0)) AS used
+            FROM cachekit_entries AS e LEFT JOIN cachekit_reads AS r ON r.key = e.key
+            ORDER BY used, e.key
+            """
+        try connection.run(query) { row in
             let size = Int(row.integer(1))
             index.setValue(size, forKey: row.text(0), cost: size)
             lastAccess = max(lastAccess, row.integer(2))

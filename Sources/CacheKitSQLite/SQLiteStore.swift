@@ -18,12 +18,15 @@ import Synchronization
 /// keeps a file each.)
 ///
 /// ## Design
-/// - **One table.** `cachekit_entries(key TEXT PRIMARY KEY, value BLOB, size INTEGER,
+/// - **One table of entries.** `cachekit_entries(key TEXT PRIMARY KEY, value BLOB, size INTEGER,
 ///   deadline REAL, access INTEGER)`: `deadline` is seconds since 2001-01-01 UTC on the wall
 ///   clock (exactly a `Date`, so it survives a restart unchanged), `NULL` for never, and has a
-///   partial index for finding expired entries; `access` orders the entries by last use.
-///   `PRAGMA application_id` marks the file as a CacheKit store and `PRAGMA user_version` holds
-///   its schema version.
+///   partial index for finding expired entries; `access` orders the entries by their last write.
+///   Reads are ordered in a small table of their own, `cachekit_reads(key, access)`, because
+///   SQLite rewrites a whole row, value and all, to change one column: recording a read there
+///   costs the same for a value of 100 bytes or 100 kilobytes. An entry's last use is the later
+///   of the two. `PRAGMA application_id` marks the file as a CacheKit store and
+///   `PRAGMA user_version` holds its schema version.
 /// - **Refusing other files.** A file that is not a database, is damaged, or holds other tables
 ///   throws ``CacheKit/CacheStoreError/corrupted(path:reason:)``; one of a newer schema throws
 ///   ``CacheKit/CacheStoreError/newerFormat(path:found:supported:)``. Either way the store
@@ -43,8 +46,9 @@ import Synchronization
 ///   entries the index evicts in the same transaction, so limits hold when the write returns;
 ///   when a transaction fails, the index is rebuilt from the database.
 /// - **Batched access order.** A read changes nothing on disk: it records its access in memory.
-///   The records are written in one transaction every 128 reads, with every write, and at
-///   close. A crash loses only those records, so eviction order, never entries.
+///   The records are written to `cachekit_reads` in one transaction every 1,024 reads, with
+///   every write, and at close. A crash loses only those records, so eviction order, never
+///   entries.
 /// - **Expiry.** An entry whose deadline has passed on the store's ``CacheKit/WallClock`` is
 ///   never returned: a read that finds one deletes it, and every write first deletes all
 ///   expired entries (an index lookup when there are none).

@@ -198,10 +198,14 @@ struct SQLiteStoreTests {
         try await store.setEntry(bytes(1), forKey: "k", expiresAt: nil)
         let observer = try _SQLiteConnection(path: directory.file().path)
         let written = try observer.integer("SELECT access FROM cachekit_entries WHERE key = 'k'")
+        let reads = "SELECT count(*) FROM cachekit_reads WHERE key = 'k'"
         for _ in 1..<_SQLiteStoreState.accessFlushInterval { _ = try await store.entry(forKey: "k") }
-        #expect(try observer.integer("SELECT access FROM cachekit_entries WHERE key = 'k'") == written)
+        #expect(try observer.integer(reads) == 0)
         _ = try await store.entry(forKey: "k")
-        #expect(try observer.integer("SELECT access FROM cachekit_entries WHERE key = 'k'") > written)
+        #expect(try observer.integer(reads) == 1)
+        #expect(try observer.integer("SELECT access FROM cachekit_reads WHERE key = 'k'") > written)
+        // Recording reads never rewrites the entry's row.
+        #expect(try observer.integer("SELECT access FROM cachekit_entries WHERE key = 'k'") == written)
         observer.close()
         try await store.close()
     }
