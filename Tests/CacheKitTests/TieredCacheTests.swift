@@ -278,3 +278,29 @@ final class CallCounter: Sendable {
     func increment() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
 }
+
+@Suite("TieredCache over DiskStore")
+struct TieredDiskStoreTests {
+    @Test func valuesOutliveTheProcessAndExpireOnBothLevelsTogether() async throws {
+        let directory = StoreDirectory()
+        let clock = ManualClock()
+        let wall = WallClock.manual(clock)
+        let store = try await DiskStore(directory: directory.url, byteLimit: 1 << 16, clock: wall)
+        let first = TieredCache<Int, String>(countLimit: 2, store: store, clock: wall)
+        for key in 0..<5 { try await first.setValue("v\(key)", forKey: key, expiresAfter: .seconds(60)) }
+        try await first.setValue("kept", forKey: 99)
+        #expect(try await store.usage().count == 6)
+        try await first.close()
+
+        // Another run: an empty memory level over the reopened directory.
+        let reopened = try await DiskStore(directory: directory.url, byteLimit: 1 << 16, clock: wall)
+        let second = TieredCache<Int, String>(countLimit: 2, store: reopened, clock: wall)
+        for key in 0..<5 { #expect(await second.value(forKey: key) == "v\(key)") }
+        #expect(second.statistics.storeHitCount == 5)
+        clock.advance(by: .seconds(60))
+        for key in 0..<5 { #expect(await second.value(forKey: key) == nil) }
+        #expect(await second.value(forKey: 99) == "kept")
+        #expect(try await reopened.usage().count == 1)
+        try await second.close()
+    }
+}
