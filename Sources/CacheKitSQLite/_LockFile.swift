@@ -6,14 +6,6 @@
 import CacheKit
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// An exclusive, non-blocking `flock` on a file, released by ``release()`` or when the process ends.
 final class _LockFile {
     /// The lock file's path.
@@ -24,16 +16,7 @@ final class _LockFile {
     /// another owner holds it.
     init(path: String, owner: String) throws(CacheStoreError) {
         self.path = path
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw .ioFailure(path: path, operation: "open", errno: errno) }
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            let error = errno
-            if error == EINTR { continue }
-            close(descriptor)
-            if error == EWOULDBLOCK { throw .locked(path: owner) }
-            throw .ioFailure(path: path, operation: "flock", errno: error)
-        }
-        self.descriptor = descriptor
+        descriptor = try _StoreLock.acquire(path, owner: owner)
     }
 
     deinit { release() }
@@ -41,7 +24,7 @@ final class _LockFile {
     /// Releases the lock; harmless when already released.
     func release() {
         guard descriptor >= 0 else { return }
-        close(descriptor)  // closing the only descriptor releases the flock
+        _StoreLock.release(descriptor)
         descriptor = -1
     }
 }

@@ -136,22 +136,6 @@ enum _DiskIO {
         }
     }
 
-    /// Opens the lock file at `path` and takes its lock without waiting: the descriptor holds
-    /// it until closed. Another holder, in this process or another, gives
-    /// ``CacheStoreError/locked(path:)`` for `directory`.
-    static func lock(_ path: String, directory: String) throws(CacheStoreError) -> Int32 {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw .ioFailure(path: path, operation: "open", errno: errno) }
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            let error = errno
-            if error == EINTR { continue }
-            close(descriptor)
-            if error == EWOULDBLOCK { throw .locked(path: directory) }
-            throw .ioFailure(path: path, operation: "flock", errno: error)
-        }
-        return descriptor
-    }
-
     /// Reads up to `count` bytes of the file at `path` from its start: fewer only at its end.
     static func read(_ path: String, upTo count: Int) throws(CacheStoreError) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)

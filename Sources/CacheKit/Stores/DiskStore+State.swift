@@ -230,10 +230,7 @@ struct _DiskStoreState {
         try? log([.closed])
         journal.sync()
         journal.closeFile()
-        // Unlocked explicitly, not only by closing: a child process this process is starting
-        // shares the descriptor until it executes its program, and would hold the lock meanwhile.
-        flock(lockDescriptor, LOCK_UN)
-        close(lockDescriptor)
+        _StoreLock.release(lockDescriptor)
         lockDescriptor = -1
     }
 }

@@ -116,7 +116,7 @@ public final class DiskStore: CacheStore {
         let paths = _DiskPaths(directory: directory)
         let faults = _DiskFaults()
         try _DiskIO.makeDirectory(paths.root)
-        let lock = try _DiskIO.lock(paths.lock, directory: paths.root)
+        let lock = try _StoreLock.acquire(paths.lock, owner: paths.root)
         var after = _DiskAftermath()
         var opened: _DiskStoreState
         let replay: _DiskJournal.Replay
