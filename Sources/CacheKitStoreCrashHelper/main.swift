@@ -3,6 +3,7 @@
 // back valid, or is reported and dropped, and that the limits hold.
 //
 // Usage: CacheKitStoreCrashHelper DIRECTORY
+//        CacheKitStoreCrashHelper --write-once DIRECTORY KEY
 //
 // The store has a count limit of 30 and a byte limit of 4 000. Keys are `k0` … `k39`. The value
 // written for a key at version v (nanoseconds since 1970, so later writes have larger versions
@@ -10,6 +11,12 @@
 // FNV-1a hash of all that, little-endian: the test can tell a valid value from a damaged one
 // and which write it was. After each write or removal returns, the helper prints `s KEY V` or
 // `r KEY`; it prints `ready` once the store is open.
+//
+// With `--write-once`, the helper opens the store with the same limits, tries one write of a
+// value of that format for KEY, prints `ok` or `error: ` and the error's description, closes
+// the store and exits with status 0: `DiskStoreDamageTests` runs it as `nobody`, to whom file
+// modes apply when the tests run as root. If the store cannot be opened or closed, the helper
+// says so on standard error and exits with status 1.
 import CacheKit
 import Foundation
 
@@ -30,21 +37,45 @@ func value(key: String, version: UInt64) -> Data {
     return Data(bytes)
 }
 
-let arguments = CommandLine.arguments
-guard arguments.count == 2 else {
-    FileHandle.standardError.write(Data("usage: CacheKitStoreCrashHelper DIRECTORY\n".utf8))
-    exit(2)
-}
-
 /// Writes `line` to standard output at once (unbuffered), so that a kill loses none of it.
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
+/// Opens the store in `directory` with the helper's limits.
+func openStore(_ directory: String) async throws(CacheStoreError) -> DiskStore {
+    try await DiskStore(directory: URL(fileURLWithPath: directory), countLimit: 30, byteLimit: 4_000)
+}
+
+let arguments = CommandLine.arguments
+if arguments.count == 4, arguments[1] == "--write-once" {
+    do {
+        let store = try await openStore(arguments[2])
+        let key = arguments[3]
+        do {
+            let version = UInt64(Date().timeIntervalSince1970 * 1e9)
+            try await store.setEntry(value(key: key, version: version), forKey: key, expiresAt: nil)
+            say("ok")
+        } catch {
+            say("error: \(error)")
+        }
+        try await store.close()
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("CacheKitStoreCrashHelper: \(error)\n".utf8))
+        exit(1)
+    }
+}
+guard arguments.count == 2 else {
+    let usage = """
+        usage: CacheKitStoreCrashHelper DIRECTORY
+               CacheKitStoreCrashHelper --write-once DIRECTORY KEY
+
+        """
+    FileHandle.standardError.write(Data(usage.utf8))
+    exit(2)
+}
+
 do {
-    let store = try await DiskStore(
-        directory: URL(fileURLWithPath: arguments[1]),
-        countLimit: 30,
-        byteLimit: 4_000
-    )
+    let store = try await openStore(arguments[1])
     say("ready")
     var generator = SystemRandomNumberGenerator()
     while true {

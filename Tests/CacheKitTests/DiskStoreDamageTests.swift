@@ -183,21 +183,81 @@ struct DiskStoreDamageTests {
         #expect(problems.all.isEmpty)
     }
 
+    /// Whether this process can run the store crash helper as another user (root, setpriv and
+    /// the helper): root ignores file modes, so a read-only directory is tested as `nobody`.
+    static let canRunAsNobody =
+        geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+        && DiskStoreCrashTests.helper != nil
+
+    /// The outcome of one write of `key` to the closed store (`ok` or `error: ` and the error's
+    /// description) by a user the file modes apply to: this process when it is not root, else the
+    /// store crash helper run as `nobody`. In this process, the store must still read every entry
+    /// after the failure.
+    func writeWithoutPrivileges(key: String) async throws -> String {
+        if geteuid() != 0 {
+            let store = try await open()
+            var outcome = "ok"
+            do {
+                try await store.setEntry(Data("x".utf8), forKey: key, expiresAt: nil)
+            } catch {
+                outcome = "error: \(error)"
+            }
+            for i in 0..<5 { #expect(try await store.entry(forKey: "k\(i)")?.value == testValue("k\(i)", i)) }
+            try await store.close()
+            return outcome
+        }
+        // `nobody` writes the journal and the lock, and runs a copy of the helper from a
+        // directory of its own: the build directory may be where it cannot go.
+        #expect(chmod(directory.url.path, 0o777) == 0)
+        #expect(chmod(directory.journal.path, 0o666) == 0)
+        #expect(chmod(directory.url.appendingPathComponent("lock").path, 0o666) == 0)
+        let place = StoreDirectory()
+        try FileManager.default.createDirectory(at: place.url, withIntermediateDirectories: false)
+        #expect(chmod(place.url.path, 0o755) == 0)
+        let helper = place.url.appendingPathComponent("CacheKitStoreCrashHelper")
+        try FileManager.default.copyItem(at: try #require(DiskStoreCrashTests.helper), to: helper)
+        #expect(chmod(helper.path, 0o755) == 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", helper.path, "--write-once", directory.url.path, key,
+        ]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "the helper failed: \(diagnostics)")
+        return text.trimmingCharacters(in: .newlines)
+    }
+
     @Test(
         "a read-only directory fails writes with a typed error and loses nothing",
-        .enabled(if: geteuid() != 0, "the superuser writes to read-only directories")
+        .enabled(
+            if: geteuid() != 0 || canRunAsNobody,
+            "root ignores file modes, and writing as nobody needs /usr/bin/setpriv and CacheKitStoreCrashHelper"
+        )
     )
     func readOnlyDirectory() async throws {
         try await filledAndClosed()
-        let store = try await open()
         #expect(chmod(directory.entries.path, 0o555) == 0)
         defer { chmod(directory.entries.path, 0o755) }
-        await #expect {
-            try await store.setEntry(Data("x".utf8), forKey: "new", expiresAt: nil)
-        } throws: { error in
-            if case .ioFailure(_, _, EACCES) = error as? CacheStoreError { true } else { false }
-        }
+        let outcome = try await writeWithoutPrivileges(key: "new")
+        // Creating the value's temporary file is refused: the exact ioFailure, for the file's name.
+        let prefix = "error: open failed for \(directory.entries.standardizedFileURL.path)/"
+        let name = outcome.hasPrefix(prefix) ? outcome.dropFirst(prefix.count).prefix { $0 != ":" } : ""
+        let denied = CacheStoreError.ioFailure(
+            path: directory.entries.standardizedFileURL.path + "/" + name,
+            operation: "open",
+            errno: EACCES
+        )
+        #expect(name.hasSuffix(".tmp") && outcome == "error: \(denied)", "\(outcome)")
+        let store = try await open()
         for i in 0..<5 { #expect(try await store.entry(forKey: "k\(i)")?.value == testValue("k\(i)", i)) }
+        #expect(try await store.entry(forKey: "new") == nil)
         try await store.close()
         chmod(directory.entries.path, 0o755)
         let reopened = try await open()
