@@ -9,17 +9,7 @@ import Glibc
 @Suite("DiskStore crashes")
 struct DiskStoreCrashTests {
     /// The store crash helper, built next to the test bundle (the test target depends on it).
-    static let helper: URL? = {
-        var candidates: [URL] = []
-        if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
-        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        candidates.append(package.appendingPathComponent(".build/debug"))
-        return candidates.map { $0.appendingPathComponent("CacheKitStoreCrashHelper") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    static let helper = builtExecutable(named: "CacheKitStoreCrashHelper")
 
     /// Whether `value` is one the helper writes for `key`, and its version if so (see the
     /// helper's `main.swift` for the format).

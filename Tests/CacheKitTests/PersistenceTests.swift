@@ -897,17 +897,7 @@ struct PersistenceTests {
     // MARK: Crash test
 
     /// The crash helper, built next to the test bundle (the test target depends on it).
-    static let crashHelper: URL? = {
-        var candidates: [URL] = []
-        if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
-        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        candidates.append(package.appendingPathComponent(".build/debug"))
-        return candidates.map { $0.appendingPathComponent("CacheKitCrashHelper") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    static let crashHelper = builtExecutable(named: "CacheKitCrashHelper")
 
     @Test(
         "a cleaner in another process never makes a save in flight fail (the window before its lock)",
