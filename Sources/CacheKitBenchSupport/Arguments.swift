@@ -69,10 +69,12 @@ package struct Arguments {
         where !items.contains(item) {
             items.append(item)
         }
-        for item in items where allowed.map({ !$0.contains(item) }) ?? false {
-            throw Failure(
-                description: "--\(name): unknown value '\(item)' (choose from \(allowed?.joined(separator: ", ") ?? ""))"
-            )
+        if let allowed {
+            for item in items where !allowed.contains(item) {
+                throw Failure(
+                    description: "--\(name): unknown value '\(item)' (choose from \(allowed.joined(separator: ", ")))"
+                )
+            }
         }
         guard !items.isEmpty else { throw Failure(description: "--\(name) needs at least one value") }
         return items

@@ -57,9 +57,12 @@ extension Cache where Key: Sendable, Value: Sendable {
         expiresAfter: Duration? = nil,
         loader: @escaping @Sendable (Key) async throws -> Value
     ) async throws -> Value {
-        try await _value(forKey: key, cost: { _ in cost }, admit: nil) { key in
-            (try await loader(key), expiresAfter)
-        }.value
+        try await _value(
+            forKey: key,
+            cost: { _ in cost },
+            admit: nil,
+            loader: { key in (try await loader(key), expiresAfter) }
+        ).value
     }
 
     /// ``value(forKey:cost:expiresAfter:loader:)`` with the cost taken from the loaded value and an
