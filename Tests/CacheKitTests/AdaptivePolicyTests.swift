@@ -192,7 +192,7 @@ struct AdaptivePolicyTests {
         defer { sketch.deallocate() }
         let words = sketch.wordCount
         var rng = SeededGenerator(seed: 25)
-        for _ in 0..<2_000 {  // below the sample size (2,500): no aging, which changes every word
+        for _ in 0..<2_000 {  // below the sample size (10,000): no aging, which changes every word
             let h = UInt32.random(in: 0...UInt32.max, using: &rng)
             let before = Array(UnsafeBufferPointer(start: sketch.table, count: words))
             let (block, _) = sketch.place(h)
@@ -494,7 +494,7 @@ struct WTinyLFUReference: ReferencePolicy {
         self.c = c
         windowMax = max(1, c - Int(Double(c) * 0.99))
         protectedMax = Int(Double(c - windowMax) * 0.8)
-        stepSize = -0.0625 * Double(c)
+        stepSize = 0.0625 * Double(c)
         sketch = _FrequencySketch(capacity: c)
     }
 
