@@ -47,6 +47,13 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     /// The entries the sketch is sized for: `capacity`, or fewer while a large cache fills
     /// (see `sketchEntries(capacity:resident:tableWords:)`).
     @usableFromInline var sketchEntries = 0
+    /// Whether the sketch waits for the first eviction: true while the cache has had no count
+    /// limit and has evicted nothing. Until then no admission contest is held, so the table
+    /// stays at its smallest (one 64-byte block) and uses are not counted; an unbounded cache
+    /// that never evicts costs no sketch memory. At the first eviction (a cost limit, memory
+    /// pressure) the sketch is sized for the resident entries and counts each of them once, as a
+    /// grown sketch does, and that eviction takes the victim without a contest.
+    @usableFromInline var sketchDeferred = true
     @usableFromInline var capacity = 0
     /// The engine's slot capacity (`reserve`): what an unbounded cache is sized by.
     @usableFromInline var slotCapacity = 0
@@ -66,7 +73,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     @inlinable
     init(slotCapacity: Int) {
         queueOf = _SlotMemory.allocate(UInt8.self, capacity: slotCapacity)
-        sketch = _FrequencySketch(capacity: slotCapacity)
+        sketch = _FrequencySketch(capacity: 0)
         self.slotCapacity = slotCapacity
     }
 
@@ -118,7 +125,8 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
             tableWords: sketch.wordCount
         )
         sketchEntries = entries
-        sketch.ensureCapacity(entries)
+        if bounded { sketchDeferred = false }
+        if !sketchDeferred { sketch.ensureCapacity(entries) }
     }
 
     /// Sketches for up to this many entries (512 KiB) are allocated whole when the capacity is
@@ -158,6 +166,24 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         )
         sketchEntries = entries
         guard sketch.ensureCapacity(entries) else { return }
+        for q in Self.window...Self.protected {
+            var slot = head(q)
+            while slot != -1 {
+                sketch.increment(links.hash(slot))
+                slot = links.next(slot)
+            }
+        }
+    }
+
+    /// The first eviction of a cache that deferred its sketch: sizes the sketch for the resident
+    /// entries and counts each of them once.
+    ///
+    /// - Complexity: O(n), once.
+    @inlinable
+    @inline(never)
+    mutating func startSketch(links: _SlotLinks) {
+        sketchDeferred = false
+        sketch.ensureCapacity(sketchEntries)
         for q in Self.window...Self.protected {
             var slot = head(q)
             while slot != -1 {
@@ -249,7 +275,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
 
     @inlinable
     mutating func didInsert(_ slot: Int32, links: _SlotLinks) {
-        sketch.increment(links.hash(slot))
+        if !sketchDeferred { sketch.increment(links.hash(slot)) }
         append(slot, to: Self.window, links: links)
         if capacity > sketchEntries && residentCount > sketchEntries {
             growSketch(links: links)
@@ -264,7 +290,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
 
     @inlinable
     mutating func didAccess(_ slot: Int32, links: _SlotLinks) {
-        sketch.increment(links.hash(slot))
+        if !sketchDeferred { sketch.increment(links.hash(slot)) }
         let q = queueOf[Int(slot)]
         if q == Self.probation {
             move(slot, from: Self.probation, to: Self.protected, links: links)
@@ -304,6 +330,10 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     /// Moves window overflow to probation, then returns the loser of candidate against victim.
     @inlinable
     mutating func nextVictim(links: _SlotLinks) -> Int32 {
+        // The sketch starts now: it has no history to judge a contest by, so this eviction
+        // takes the victim, as LRU would, and the candidate stays.
+        let starting = sketchDeferred
+        if starting { startSketch(links: links) }
         // Room in the window for the entry about to arrive: its least recent entries move to
         // probation; the last one moved is the candidate. Several move at once only after the
         // climber shrank the window; Caffeine moves that excess when it shrinks the window,
@@ -323,7 +353,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         if victim == candidate && !candidateInWindow { victim = links.next(victim) }
         if victim == -1 { victim = queues.2.head }
         if victim == -1 { return candidate }
-        if candidate == -1 { return victim }
+        if candidate == -1 || starting { return victim }
         let candidateFrequency = sketch.frequency(links.hash(candidate))
         let victimFrequency = sketch.frequency(links.hash(victim))
         if candidateFrequency > victimFrequency { return victim }
