@@ -192,7 +192,7 @@ struct AdaptivePolicyTests {
         defer { sketch.deallocate() }
         let words = sketch.wordCount
         var rng = SeededGenerator(seed: 25)
-        for _ in 0..<2_000 {  // below the sample size (2,500): no aging, which changes every word
+        for _ in 0..<2_000 {  // below the sample size (10,000): no aging, which changes every word
             let h = UInt32.random(in: 0...UInt32.max, using: &rng)
             let before = Array(UnsafeBufferPointer(start: sketch.table, count: words))
             let (block, _) = sketch.place(h)
@@ -240,6 +240,36 @@ struct AdaptivePolicyTests {
         #expect(sketch(bounded).words == 2 * eager && bounded.count == eager + 10)
         cache._checkInvariants()
         bounded._checkInvariants()
+    }
+
+    @Test("W-TinyLFU with no count limit holds no sketch until it first evicts, then counts what it holds")
+    func sketchWaitsForTheFirstEviction() {
+        func sketch(_ cache: SerialCache<Int, Int>) -> (words: Int, frequency: (Int) -> Int) {
+            cache._withState { state in
+                guard case .wtinylfu(let p) = state.core.policy else { preconditionFailure("not W-TinyLFU") }
+                let words = p.state.pointee.sketch.wordCount
+                return (words, { p.frequency(UInt32(truncatingIfNeeded: _KeyHash.hash($0))) })
+            }
+        }
+        // No limit: nothing is ever evicted, so no contest needs counts.
+        let unbounded = SerialCache<Int, Int>(policy: .wTinyLFU)
+        for key in 0..<10_000 { unbounded[key] = key }
+        for key in 0..<100 { _ = unbounded[key] }
+        #expect(sketch(unbounded).words == 8)
+        // A cost limit evicts: at the first eviction the sketch is sized for the resident entries
+        // and has counted each of them once.
+        let byCost = SerialCache<Int, Int>(totalCostLimit: 1_000, policy: .wTinyLFU)
+        for key in 0..<1_000 { byCost.setValue(key, forKey: key, cost: 1) }
+        #expect(sketch(byCost).words == 8)
+        byCost.setValue(1_000, forKey: 1_000, cost: 1)
+        let started = sketch(byCost)
+        #expect(started.words >= 1_000)
+        #expect((1...1_000).filter { byCost.peekValue(forKey: $0) != nil }.allSatisfy { started.frequency($0) >= 1 })
+        // A count limit sizes the sketch at once.
+        unbounded.countLimit = 5_000
+        #expect(sketch(unbounded).words == 8_192)
+        unbounded._checkInvariants()
+        byCost._checkInvariants()
     }
 
     @Test("S3-FIFO's ghost queue matches a plain array under appends, removals and limit changes")
@@ -494,7 +524,7 @@ struct WTinyLFUReference: ReferencePolicy {
         self.c = c
         windowMax = max(1, c - Int(Double(c) * 0.99))
         protectedMax = Int(Double(c - windowMax) * 0.8)
-        stepSize = -0.0625 * Double(c)
+        stepSize = 0.0625 * Double(c)
         sketch = _FrequencySketch(capacity: c)
     }
 

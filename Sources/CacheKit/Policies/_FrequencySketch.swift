@@ -95,35 +95,49 @@ struct _FrequencySketch {
     @inlinable
     @inline(__always)
     static func counter(_ row: Int, block: Int, rows: UInt64) -> (word: Int, shift: UInt64) {
-        let bits = rows >> UInt64(row << 3)
-        return (block + Int(bits & 1) + row << 1, ((bits >> 1) & 15) << 2)
+        let bits = rows &>> UInt64(truncatingIfNeeded: row &<< 3)
+        return (block &+ Int(truncatingIfNeeded: bits & 1) &+ (row &<< 1), ((bits &>> 1) & 15) &<< 2)
     }
 
     /// The estimated recent use count of `hash` (0...15).
     @inlinable
     func frequency(_ hash: UInt32) -> Int {
         let (block, rows) = place(hash)
-        var result = 15
-        for row in 0..<4 {
-            let (word, shift) = Self.counter(row, block: block, rows: rows)
-            result = Swift.min(result, Int((table[word] >> shift) & 15))
-        }
-        return result
+        let a = Self.count(at: Self.counter(0, block: block, rows: rows), in: table)
+        let b = Self.count(at: Self.counter(1, block: block, rows: rows), in: table)
+        let c = Self.count(at: Self.counter(2, block: block, rows: rows), in: table)
+        let d = Self.count(at: Self.counter(3, block: block, rows: rows), in: table)
+        return Int(Swift.min(Swift.min(a, b), Swift.min(c, d)))
+    }
+
+    /// The counter at `place` (a word and a bit shift).
+    @inlinable
+    @inline(__always)
+    static func count(at place: (word: Int, shift: UInt64), in table: UnsafeMutablePointer<UInt64>) -> UInt64 {
+        (table[place.word] &>> place.shift) & 15
+    }
+
+    /// Raises the counter at `place` unless it is full (15); returns the amount added to its
+    /// word, 0 when full. Branch-free: the four rows of a key lie in four different words.
+    @inlinable
+    @inline(__always)
+    static func raise(at place: (word: Int, shift: UInt64), in table: UnsafeMutablePointer<UInt64>) -> UInt64 {
+        let word = table[place.word]
+        let notFull: UInt64 = (word &>> place.shift) & 15 != 15 ? 1 : 0
+        let amount = notFull &<< place.shift
+        table[place.word] = word &+ amount
+        return amount
     }
 
     /// Counts one use of `hash`; ages every counter after `sampleSize` counted uses.
     @inlinable
     mutating func increment(_ hash: UInt32) {
         let (block, rows) = place(hash)
-        var added = false
-        for row in 0..<4 {
-            let (word, shift) = Self.counter(row, block: block, rows: rows)
-            if (table[word] >> shift) & 15 != 15 {
-                table[word] &+= 1 << shift
-                added = true
-            }
-        }
-        if added {
+        var added = Self.raise(at: Self.counter(0, block: block, rows: rows), in: table)
+        added |= Self.raise(at: Self.counter(1, block: block, rows: rows), in: table)
+        added |= Self.raise(at: Self.counter(2, block: block, rows: rows), in: table)
+        added |= Self.raise(at: Self.counter(3, block: block, rows: rows), in: table)
+        if added != 0 {
             additions += 1
             if additions >= sampleSize { age() }
         }
