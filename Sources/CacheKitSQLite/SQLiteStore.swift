@@ -1,5 +1,4 @@
 import CacheKit
-import Dispatch
 import Foundation
 import Synchronization
 
@@ -52,11 +51,10 @@ import Synchronization
 /// - **Expiry.** An entry whose deadline has passed on the store's ``CacheKit/WallClock`` is
 ///   never returned: a read that finds one deletes it, and every write first deletes all
 ///   expired entries (an index lookup when there are none).
-/// - **Threads.** One connection, guarded by a `Mutex`. Opening runs on a dispatch queue of
-///   the store's own; each operation runs on the task that calls it (the methods are `async` and
-///   not isolated to an actor, so on the global concurrent executor, never the caller's actor).
-///   The problem handler runs after the lock is released, on the thread of the operation that
-///   found the problem.
+/// - **Threads.** One connection, guarded by a `Mutex`. Opening and each operation run on the
+///   task that calls them (the methods are `async` and not isolated to an actor, so on the
+///   global concurrent executor, never the caller's actor). The problem handler runs after the
+///   lock is released, on the thread of the operation that found the problem.
 ///
 /// ## Performance
 /// A hit runs one indexed query; a miss runs none (the index answers). A write runs one
@@ -73,7 +71,6 @@ public final class SQLiteStore: CacheStore {
     public let policy: EvictionPolicy
 
     private let state: Mutex<_SQLiteStoreState>
-    private let queue: DispatchQueue
     private let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
 
     /// Opens the store at `path`, creating the database (and its directory) when missing.
@@ -110,31 +107,23 @@ public final class SQLiteStore: CacheStore {
         self.byteLimit = byteLimit
         self.policy = policy
         self.problemHandler = problemHandler
-        let queue = DispatchQueue(label: "CacheKitSQLite.SQLiteStore")
-        self.queue = queue
         let file = path.standardizedFileURL.path
-        let opened: Result<_SQLiteStoreBox, CacheStoreError> = await withCheckedContinuation { continuation in
-            queue.async {
-                continuation.resume(
-                    returning: Result { () throws(CacheStoreError) in
-                        _SQLiteStoreBox(
-                            try _SQLiteStoreState.open(
-                                path: file,
-                                countLimit: countLimit,
-                                byteLimit: byteLimit,
-                                policy: policy,
-                                clock: clock
-                            )
-                        )
-                    }
-                )
-            }
-        }
-        state = Mutex(try opened.get().take())
+        state = Mutex(
+            try _SQLiteStoreState.open(
+                path: file,
+                countLimit: countLimit,
+                byteLimit: byteLimit,
+                policy: policy,
+                clock: clock
+            )
+        )
+        // The state was written outside the lock: publish it to ThreadSanitizer as a release of
+        // the lock, which every later use acquires.
+        _ThreadSanitizer.release?(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
     }
 
     deinit {
-        state.withLock { try? $0.close() }
+        state.withAnnotatedLock(for: self) { try? $0.close() }
     }
 
     /// Runs `body` under the store's lock, then reports the problems it collected with the lock
@@ -144,7 +133,7 @@ public final class SQLiteStore: CacheStore {
     private func perform<R: Sendable>(
         _ body: @Sendable (inout _SQLiteStoreState) throws(CacheStoreError) -> R
     ) async throws(CacheStoreError) -> R {
-        let (result, problems) = state.withLock { state in
+        let (result, problems) = state.withAnnotatedLock(for: self) { state in
             let result = Result { () throws(CacheStoreError) in try body(&state) }
             return (result, state.takeProblems())
         }
@@ -203,18 +192,5 @@ public final class SQLiteStore: CacheStore {
     /// store released without `close()` closes itself, on the thread that releases it.
     public func close() async throws(CacheStoreError) {
         try await perform { state throws(CacheStoreError) in try state.close() }
-    }
-}
-
-/// Carries a freshly opened state from the store's queue to its initializer (nothing else holds
-/// it in between).
-private final class _SQLiteStoreBox: @unchecked Sendable {
-    private var state: _SQLiteStoreState?
-
-    init(_ state: _SQLiteStoreState) { self.state = state }
-
-    func take() -> _SQLiteStoreState {
-        defer { state = nil }
-        return state!
     }
 }

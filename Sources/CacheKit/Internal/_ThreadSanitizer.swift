@@ -1,3 +1,5 @@
+import Synchronization
+
 #if os(Linux) && canImport(Glibc)
 import Glibc
 #endif
@@ -10,15 +12,15 @@ import Glibc
 /// `__tsan_release` are found once with `dlsym` and called on each lock and unlock; otherwise both
 /// are `nil` and each call costs one predictable branch.
 @usableFromInline
-enum _ThreadSanitizer {
+package enum _ThreadSanitizer {
     @usableFromInline
-    typealias Annotation = @convention(c) (UnsafeRawPointer?) -> Void
+    package typealias Annotation = @convention(c) (UnsafeRawPointer?) -> Void
 
     @usableFromInline
-    static let acquire: Annotation? = lookUp("__tsan_acquire")
+    package static let acquire: Annotation? = lookUp("__tsan_acquire")
 
     @usableFromInline
-    static let release: Annotation? = lookUp("__tsan_release")
+    package static let release: Annotation? = lookUp("__tsan_release")
 
     private static func lookUp(_ name: String) -> Annotation? {
         #if os(Linux) && canImport(Glibc)
@@ -28,5 +30,21 @@ enum _ThreadSanitizer {
         #else
         return nil
         #endif
+    }
+}
+
+extension Mutex where Value: ~Copyable {
+    /// `withLock`, with the lock's happens-before edges told to ThreadSanitizer under `owner`'s
+    /// address (the object that holds this mutex).
+    package borrowing func withAnnotatedLock<Result, E: Error>(
+        for owner: AnyObject,
+        _ body: (inout sending Value) throws(E) -> sending Result
+    ) throws(E) -> sending Result {
+        let address = UnsafeRawPointer(Unmanaged.passUnretained(owner).toOpaque())
+        return try withLock { (value: inout sending Value) throws(E) -> sending Result in
+            _ThreadSanitizer.acquire?(address)
+            defer { _ThreadSanitizer.release?(address) }
+            return try body(&value)
+        }
     }
 }

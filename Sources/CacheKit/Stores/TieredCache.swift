@@ -132,13 +132,13 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// What the two levels have counted: the memory cache's statistics and the store's reads
     /// and writes.
     public var statistics: TieredCacheStatistics {
-        let counts = state.withLock { $0.counts }
+        let counts = state.withAnnotatedLock(for: self) { $0.counts }
         return TieredCacheStatistics(memory: memory.statistics, store: counts)
     }
 
     /// Reports `problem` to the handler (never with a lock held) and counts it.
     func report(_ problem: CacheStoreProblem) {
-        state.withLock { $0.counts.errorCount += 1 }
+        state.withAnnotatedLock(for: self) { $0.counts.errorCount += 1 }
         problemHandler?(problem)
     }
 
