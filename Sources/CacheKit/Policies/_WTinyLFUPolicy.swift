@@ -166,13 +166,7 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
         )
         sketchEntries = entries
         guard sketch.ensureCapacity(entries) else { return }
-        for q in Self.window...Self.protected {
-            var slot = head(q)
-            while slot != -1 {
-                sketch.increment(links.hash(slot))
-                slot = links.next(slot)
-            }
-        }
+        countResidents(links: links)
     }
 
     /// The first eviction of a cache that deferred its sketch: sizes the sketch for the resident
@@ -184,6 +178,12 @@ struct _WTinyLFUPolicy: _EvictionPolicy {
     mutating func startSketch(links: _SlotLinks) {
         sketchDeferred = false
         sketch.ensureCapacity(sketchEntries)
+        countResidents(links: links)
+    }
+
+    /// Counts every resident entry once in the sketch.
+    @inlinable
+    mutating func countResidents(links: _SlotLinks) {
         for q in Self.window...Self.protected {
             var slot = head(q)
             while slot != -1 {
