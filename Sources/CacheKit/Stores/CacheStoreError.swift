@@ -26,6 +26,12 @@ public enum CacheStoreError: Error, Sendable, Equatable, CustomStringConvertible
     /// A value could not be turned into bytes, or bytes back into a value
     /// (``StoreCodec``); `reason` is the codec's message.
     case codec(key: String, reason: String)
+    /// The store's server could not be reached, or the connection to it failed or timed out
+    /// (`path` names the server, `reason` says what happened). An operation that fails so may or
+    /// may not have taken effect on the server.
+    case unavailable(path: String, reason: String)
+    /// The store's server refused the operation: `message` is its reply, word for word.
+    case serverError(path: String, message: String)
 
     public var description: String {
         switch self {
@@ -47,6 +53,10 @@ public enum CacheStoreError: Error, Sendable, Equatable, CustomStringConvertible
             "invalid store key \(key.prefix(80)): \(reason)"
         case .codec(let key, let reason):
             "the value for \(key) could not be converted: \(reason)"
+        case .unavailable(let path, let reason):
+            "\(path) is unavailable: \(reason)"
+        case .serverError(let path, let message):
+            "\(path) refused the operation: \(message)"
         }
     }
 }

@@ -23,13 +23,21 @@ extension TieredCache {
     /// ``value(forKey:)`` after a memory miss.
     @usableFromInline
     func _valueFromStore(forKey key: Key) async -> Value? {
+        let stamp = coherenceStamp()
         do {
-            return try await memory._value(forKey: key, cost: memoryCost, admit: nil, missCounted: true) { key in
+            let value = try await memory._value(
+                forKey: key,
+                cost: memoryCost,
+                admit: admission(stamp),
+                missCounted: true
+            ) { key in
                 let since = self.beginLoad()
                 defer { self.endLoad() }
                 guard let found = await self.readStore(key, since: since) else { throw _StoreMiss() }
                 return found
             }.value
+            dropIfStale(key, stamp: stamp)
+            return value
         } catch {
             return nil
         }
@@ -71,8 +79,14 @@ extension TieredCache {
         // whole store read, so a few rounds suffice; the bound keeps a stream of loader-less
         // readers from holding a loader back for ever.
         for _ in 0..<Self.joinedReadRounds {
+            let stamp = coherenceStamp()
             do {
-                return try await memory._value(forKey: key, cost: memoryCost, admit: nil, missCounted: true) { key in
+                let value = try await memory._value(
+                    forKey: key,
+                    cost: memoryCost,
+                    admit: admission(stamp),
+                    missCounted: true
+                ) { key in
                     let since = self.beginLoad()
                     defer { self.endLoad() }
                     if let found = await self.readStore(key, since: since) { return found }
@@ -80,11 +94,19 @@ extension TieredCache {
                     await self.storeLoaded(value, forKey: key, lifetime: lifetime, since: since)
                     return (value, lifetime)
                 }.value
+                dropIfStale(key, stamp: stamp)
+                return value
             } catch is _StoreMiss {
                 continue
             }
         }
         return try await loader(key)
+    }
+
+    /// What memory may keep of a read that took `stamp`: `nil` (everything) without coherence.
+    func admission(_ stamp: UInt64?) -> (@Sendable (Value) -> Bool)? {
+        guard let stamp, let coherence else { return nil }
+        return { _ in coherence.isCurrent(stamp) }
     }
 
     /// How many times a loading read joins other callers' store reads before it loads alone.

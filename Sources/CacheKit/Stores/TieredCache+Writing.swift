@@ -31,7 +31,11 @@ extension TieredCache {
             else { return (generation, false) }
             return (generation, true)
         }
-        memory.setValue(value, forKey: key, cost: cost?(value) ?? 0, expiresAfter: lifetime)
+        let stamp = coherenceStamp()
+        if mayKeep(stamp) {
+            memory.setValue(value, forKey: key, cost: cost?(value) ?? 0, expiresAfter: lifetime)
+            dropIfStale(key, stamp: stamp)
+        }
         if inBackground {
             keyLock.unlock(key)
             startBackgroundWrite(forKey: key, storeKey: storeKey, generation: generation)

@@ -37,6 +37,13 @@ import Synchronization
 /// duration on the memory cache's clock (the ``ManualClock`` of ``WallClock/manual(_:origin:)``,
 /// else `ContinuousClock`). A promoted value keeps its store deadline.
 ///
+/// ## Over a shared store
+/// Over an ``InvalidatingCacheStore`` (a store that several processes share, such as
+/// `RedisStore`), the memory level follows the store's invalidations: an entry another process
+/// changes leaves memory when its invalidation arrives, and while invalidations may be lost
+/// (``isMemoryBypassed``) memory is emptied and bypassed. A process's own writes are visible to it
+/// at once. See ``InvalidatingCacheStore`` for the rules.
+///
 /// ## Removals
 /// ``removeValue(forKey:from:)``, ``removeAll(from:)`` and ``expireAll()`` act on both levels (or
 /// on the ones you name). The memory cache's own removals (evictions, its expiry, memory pressure)
@@ -73,6 +80,9 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     let keyLock = _KeyedLock<Key>()
     let state = Mutex(_TierState<Key, Value>())
     let _triggers = _Triggers()
+    /// Over an ``InvalidatingCacheStore``: how far memory can be trusted, and the handler's token.
+    let coherence: _Coherence?
+    let invalidationToken: CacheStoreInvalidationToken?
 
     /// Creates a tiered cache over `store`.
     ///
@@ -125,14 +135,33 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         self.clock = clock
         self.cost = cost
         self.problemHandler = problemHandler
+        if let shared = store as? any InvalidatingCacheStore {
+            let coherence = _Coherence()
+            let memory = self.memory
+            let decode = keys.decode
+            self.coherence = coherence
+            invalidationToken = shared.addInvalidationHandler { event in
+                coherence.apply(event, to: memory, decode: decode)
+            }
+        } else {
+            coherence = nil
+            invalidationToken = nil
+        }
     }
 
-    deinit { _triggers.cancelAll() }
+    deinit {
+        _triggers.cancelAll()
+        if let invalidationToken, let shared = store as? any InvalidatingCacheStore {
+            shared.removeInvalidationHandler(invalidationToken)
+        }
+    }
 
     /// What the two levels have counted: the memory cache's statistics and the store's reads
     /// and writes.
     public var statistics: TieredCacheStatistics {
-        let counts = state.withAnnotatedLock(for: self) { $0.counts }
+        var counts = state.withAnnotatedLock(for: self) { $0.counts }
+        counts.invalidationCount = coherence?.invalidationCount ?? 0
+        counts.suspensionCount = coherence?.suspensionCount ?? 0
         return TieredCacheStatistics(memory: memory.statistics, store: counts)
     }
 
@@ -201,6 +230,12 @@ public struct TieredCacheStatistics: Hashable, Sendable {
     public var storeWriteCount: Int
     /// Store operations that failed, and values the codec could not read.
     public var storeErrorCount: Int
+    /// Entries an ``InvalidatingCacheStore`` said changed elsewhere (each was dropped from memory
+    /// if it was there).
+    public var invalidationCount: Int
+    /// How many times an ``InvalidatingCacheStore`` suspended its invalidations (each time the
+    /// memory level was emptied).
+    public var suspensionCount: Int
 
     init(memory: CacheStatistics, store counts: _TierCounts) {
         self.memory = memory
@@ -208,6 +243,8 @@ public struct TieredCacheStatistics: Hashable, Sendable {
         storeMissCount = counts.missCount
         storeWriteCount = counts.writeCount
         storeErrorCount = counts.errorCount
+        invalidationCount = counts.invalidationCount
+        suspensionCount = counts.suspensionCount
     }
 }
 
@@ -217,6 +254,8 @@ struct _TierCounts: Hashable, Sendable {
     var missCount = 0
     var writeCount = 0
     var errorCount = 0
+    var invalidationCount = 0
+    var suspensionCount = 0
 }
 
 /// What a ``TieredCache`` tracks beside its two levels.
