@@ -48,6 +48,9 @@ enum Bench {
           --stores            measure the second levels instead (DiskStore, SQLiteStore,
                               TieredCache) against plain file and SQLite calls; see
                               `cachekit bench --stores --help`
+          --redis             measure the Redis level instead (RedisStore, a near cache's hit and
+                              its invalidations) against one GET round trip, on a redis-server it
+                              starts; see `cachekit bench --redis --help`
         """
 
     /// The most entries `--capacity` and `--entries` take: 2^28, 8 GiB of keys and values.
@@ -72,8 +75,12 @@ enum Bench {
                 "capacity", "ops", "repetitions", "threads", "workloads", "subjects", "policies", "entries",
                 "memory-one", "sizes", "open-entries", "directory",
             ],
-            booleanFlags: ["json", "memory", "stores", "help"]
+            booleanFlags: ["json", "memory", "stores", "redis", "help"]
         )
+        if args.flag("redis") {
+            try RedisBench.run(args)
+            return
+        }
         if args.flag("stores") {
             try StoreBench.run(args)
             return

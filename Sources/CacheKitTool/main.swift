@@ -12,6 +12,7 @@ let usage = """
       bench     ns/op of CacheKit's caches against Dictionary and NSCache
                 bench --memory: bytes per entry
                 bench --stores: the disk and SQLite stores against plain file and SQLite calls
+                bench --redis: the Redis store and a near cache against one GET round trip
 
     Run `cachekit simulate --help` or `cachekit bench --help` for the options.
     """

@@ -20,9 +20,10 @@ public protocol InvalidatingCacheStore: CacheStore {
     /// Registers `handler` for this store's invalidations and returns a token for
     /// ``removeInvalidationHandler(_:)``.
     ///
-    /// Before it returns, the store calls `handler` once with its current state:
+    /// The store's first call of `handler` gives its current state,
     /// ``CacheStoreInvalidation/resumed`` when invalidations arrive, else
-    /// ``CacheStoreInvalidation/suspended``.
+    /// ``CacheStoreInvalidation/suspended``; it may come after this returns. Until it does, a
+    /// ``TieredCache`` treats invalidations as suspended.
     func addInvalidationHandler(
         _ handler: @escaping @Sendable (CacheStoreInvalidation) -> Void
     ) -> CacheStoreInvalidationToken

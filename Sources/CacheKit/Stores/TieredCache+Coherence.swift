@@ -23,8 +23,8 @@ final class _Coherence: Sendable {
     }
 
     var isSuspended: Bool { stamp & 1 == 1 }
-    var invalidationCount: Int { invalidated.load(ordering: .relaxed) }
-    var suspensionCount: Int { suspensions.load(ordering: .relaxed) }
+    var invalidationCount: Int { invalidated.load(ordering: .sequentiallyConsistent) }
+    var suspensionCount: Int { suspensions.load(ordering: .sequentiallyConsistent) }
 
     /// Advances the count, leaving the suspended bit as `suspended` says (`nil`: as it is).
     func advance(suspended: Bool? = nil) {
@@ -50,14 +50,14 @@ final class _Coherence: Sendable {
     ) {
         switch event {
         case .entries(let storeKeys):
+            // Counted once done, so that a reader of the count sees its effect.
+            defer { invalidated.add(storeKeys.count, ordering: .sequentiallyConsistent) }
             guard let decode else {
                 // Without a way back from store keys to keys, any change may be to any entry.
-                invalidated.add(storeKeys.count, ordering: .relaxed)
                 advance()
                 memory.removeAll()
                 return
             }
-            invalidated.add(storeKeys.count, ordering: .relaxed)
             // A removal also detaches a load of the key in flight, so the load keeps nothing.
             // A store key that decodes to no key names no entry of this cache.
             for storeKey in storeKeys {
@@ -67,9 +67,11 @@ final class _Coherence: Sendable {
             advance()
             memory.removeAll()
         case .suspended:
-            suspensions.add(1, ordering: .relaxed)
+            // A cache starts suspended: only a change from resumed is a suspension to count.
+            let wasSuspended = isSuspended
             advance(suspended: true)
             memory.removeAll()
+            if !wasSuspended { suspensions.add(1, ordering: .sequentiallyConsistent) }
         case .resumed:
             advance(suspended: false)
         }
