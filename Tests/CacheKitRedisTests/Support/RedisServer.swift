@@ -60,12 +60,13 @@ final class RedisServer: @unchecked Sendable {
     /// Starts a server on a free loopback port, requiring `password` when given.
     static func start(password: String? = nil) async throws -> RedisServer {
         guard executable != nil else { throw Failure(description: "redis-server is not on PATH") }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "cachekit-redis-\(UUID().uuidString)"
-        )
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var lastError: (any Error)?
+        // Another process may take the port between the probe and the server's bind: try others.
         for _ in 0..<5 {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "cachekit-redis-\(UUID().uuidString)"
+            )
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let server = RedisServer(port: try freePort(), password: password, directory: directory)
             do {
                 try await server.launch()
@@ -98,6 +99,11 @@ final class RedisServer: @unchecked Sendable {
         while waitpid(running, &status, 0) == -1 && errno == EINTR {}
     }
 
+    /// Kills the server (SIGKILL): its connections drop without a goodbye.
+    func crash() {
+        stop(signal: SIGKILL)
+    }
+
     /// Starts the server again on the same port (after ``stop(signal:)``).
     func restart() async throws {
         var lastError: (any Error)?
@@ -118,19 +124,23 @@ final class RedisServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    private var logFile: URL { directory.appendingPathComponent("redis-\(port).log") }
+
     private func launch() async throws {
         var arguments = [
             Self.executable!, "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "",
             "--appendonly", "no", "--daemonize", "no", "--enable-debug-command", "local",
-            "--logfile", directory.appendingPathComponent("redis-\(port).log").path,
+            "--logfile", logFile.path,
         ]
         if let password { arguments += ["--requirepass", password] }
         let child = try Self.spawn(arguments)
         // Polls until the server answers PING, for at most 10 s.
         for _ in 0..<400 {
             var status: Int32 = 0
-            guard waitpid(child, &status, WNOHANG) == 0 else {
-                throw Failure(description: "redis-server on port \(port) exited")
+            let waited = waitpid(child, &status, WNOHANG)
+            guard waited == 0 || (waited == -1 && errno == ECHILD && kill(child, 0) == 0) else {
+                let log = try? String(contentsOf: logFile, encoding: .utf8)
+                throw Failure(description: "redis-server on port \(port) exited: \(log ?? "")")
             }
             if Self.answersPing(port: port) {
                 lock.withLock { pid = child }
