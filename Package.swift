@@ -158,6 +158,7 @@ let package = Package(
             dependencies: [
                 "CacheKitRedis",
                 "CacheKit",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

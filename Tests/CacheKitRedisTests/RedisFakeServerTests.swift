@@ -1,36 +1,50 @@
 import CacheKitRedis
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
 
-/// A server that answers the first command with the first bytes of a reply, then closes.
-private final class HalfReplyHandler: ChannelInboundHandler, Sendable {
+/// A server that answers each read with the next of its replies (a read holds one command while the
+/// client waits for each reply), then closes the connection after the last one.
+private final class ScriptedServerHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    let reply: String
+    private var replies: [String]
+    private let received: NIOLockedValueBox<[String]>
 
-    init(reply: String) {
-        self.reply = reply
+    init(replies: [String], received: NIOLockedValueBox<[String]>) {
+        self.replies = replies
+        self.received = received
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let buffer = context.channel.allocator.buffer(string: reply)
+        let bytes = unwrapInboundIn(data)
+        received.withLockedValue { $0.append(String(buffer: bytes)) }
+        guard !replies.isEmpty else { return }
+        let buffer = context.channel.allocator.buffer(string: replies.removeFirst())
         context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
-        context.close(promise: nil)
+        if replies.isEmpty {
+            context.close(promise: nil)
+        }
     }
 }
 
 struct RedisFakeServerTests {
+    /// Runs `body` with the port of a scripted server; returns what the server received.
+    @discardableResult
     private static func withFakeServer(
-        reply: String,
+        replies: [String],
         _ body: (Int) async throws -> Void
-    ) async throws {
+    ) async throws -> [String] {
+        let received = NIOLockedValueBox<[String]>([])
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(HalfReplyHandler(reply: reply))
+                    try channel.pipeline.syncOperations.addHandler(
+                        ScriptedServerHandler(replies: replies, received: received)
+                    )
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -43,11 +57,35 @@ struct RedisFakeServerTests {
             throw error
         }
         try await channel.close()
+        return received.withLockedValue { $0 }
+    }
+
+    @Test func aServerWithoutHelloIsSpokenToInRESP2() async throws {
+        let received = try await Self.withFakeServer(
+            replies: ["-ERR unknown command 'HELLO', with args beginning with: '3'\r\n", "+OK\r\n", "+PONG\r\n"]
+        ) { port in
+            let client = RedisClient(configuration: RedisConfiguration(port: port, password: "pw"))
+            try await client.ping()
+            await client.close()
+        }
+        #expect(received.count == 3)
+        #expect(received.first?.contains("HELLO") == true)
+        #expect(received.dropFirst().first == "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n")
+    }
+
+    @Test func aServerRefusingRESP3FailsAForcedRESP3Connection() async throws {
+        try await Self.withFakeServer(replies: ["-NOPROTO unsupported protocol version\r\n", "+PONG\r\n"]) { port in
+            let client = RedisClient(configuration: RedisConfiguration(port: port, protocolVersion: .resp3))
+            await #expect(throws: RedisError.server(message: "NOPROTO unsupported protocol version")) {
+                try await client.ping()
+            }
+            await client.close()
+        }
     }
 
     @Test(arguments: ["$10\r\nabc", "*3\r\n:1\r\n", "", "+OK"])
     func aConnectionClosedMidReplyFailsTheCommand(reply: String) async throws {
-        try await Self.withFakeServer(reply: reply) { port in
+        try await Self.withFakeServer(replies: [reply]) { port in
             let client = RedisClient(
                 configuration: RedisConfiguration(port: port, commandTimeout: .seconds(10), protocolVersion: .resp2)
             )
@@ -64,7 +102,7 @@ struct RedisFakeServerTests {
     }
 
     @Test func aMalformedReplyIsAProtocolViolation() async throws {
-        try await Self.withFakeServer(reply: "?garbage\r\n") { port in
+        try await Self.withFakeServer(replies: ["?garbage\r\n"]) { port in
             let client = RedisClient(configuration: RedisConfiguration(port: port, protocolVersion: .resp2))
             do {
                 _ = try await client.send("GET", ["key"])
