@@ -20,7 +20,7 @@ public struct RedisBackoff: Sendable, Hashable {
     public func delay(afterFailures attempt: Int) -> Duration {
         var delay = initial
         var doublings = max(0, attempt - 1)
-        while doublings > 0 && delay < maximum {
+        while doublings > 0 && delay > .zero && delay < maximum {
             delay *= 2
             doublings -= 1
         }

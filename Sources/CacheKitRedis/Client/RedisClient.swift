@@ -97,6 +97,20 @@ public final class RedisClient: Sendable {
         }
     }
 
+    deinit {
+        // A client dropped without `close()` still closes its connections (a connection being opened
+        // holds the client, so none is).
+        let connections = state.withAnnotatedLock(for: self) { state in
+            state.slots.compactMap { slot -> _RedisConnection? in
+                if case .connected(let connection) = slot { return connection }
+                return nil
+            }
+        }
+        for connection in connections {
+            connection.close()
+        }
+    }
+
     // MARK: The pool
 
     private func acquire() async throws(RedisError) -> _RedisConnection {

@@ -27,7 +27,13 @@ package struct _RESPDecoder {
     private var stack: [Frame] = []
 
     package init(limits: RedisReplyLimits = RedisReplyLimits()) {
-        self.limits = limits
+        // The properties are settable: clamp again, so that no limit can disable a bound.
+        self.limits = RedisReplyLimits(
+            maximumBulkLength: limits.maximumBulkLength,
+            maximumAggregateCount: limits.maximumAggregateCount,
+            maximumNestingDepth: limits.maximumNestingDepth,
+            maximumLineLength: limits.maximumLineLength
+        )
     }
 
     /// Whether a value has begun but not completed.
