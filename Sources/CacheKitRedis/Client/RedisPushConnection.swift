@@ -29,6 +29,11 @@ import Synchronization
 /// connection attempt or setup is retried in the same way without an event: only an armed
 /// connection's loss is reported.
 ///
+/// Client tracking needs RESP3 (``RedisProtocolVersion/automatic`` or ``RedisProtocolVersion/resp3``):
+/// in RESP2 a server accepts `CLIENT TRACKING ON` without `REDIRECT` and then sends nothing. In
+/// RESP2, invalidations redirected to a connection subscribed to `__redis__:invalidate` are
+/// reported as ``RedisPushEvent/invalidate(keys:)`` too.
+///
 /// `events` is for one consumer; it buffers what the consumer has not read yet, so the consumer
 /// should keep reading. ``close()`` ends the connection and finishes `events`.
 public final class RedisPushConnection: Sendable {
