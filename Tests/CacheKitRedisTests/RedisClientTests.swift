@@ -220,6 +220,26 @@ struct RedisClientTests {
         await client.close()
     }
 
+    @Test func anOpenConnectionServesWhileAnotherBacksOff() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        server.stop()
+        let client = RedisClient(
+            configuration: server.configuration {
+                $0.poolSize = 2
+                $0.reconnectBackoff = RedisBackoff(initial: .seconds(60), maximum: .seconds(60))
+            }
+        )
+        // The first connection fails and backs off for a minute.
+        await #expect(throws: RedisError.self) { try await client.ping() }
+        try await server.restart()
+        // The second opens; every command then goes to it.
+        for _ in 0..<6 {
+            try await client.ping()
+        }
+        await client.close()
+    }
+
     @Test func aClosedClientRefusesCommands() async throws {
         let client = RedisClient(configuration: RedisConfiguration(port: 1))
         await client.close()

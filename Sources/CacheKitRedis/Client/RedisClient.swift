@@ -126,6 +126,10 @@ public final class RedisClient: Sendable {
                 return .wait(task)
             case .idle(let failures, let retryAt, let lastError):
                 if let retryAt, now < retryAt {
+                    // Another open connection serves while this one waits out its backoff.
+                    for slot in state.slots {
+                        if case .connected(let connection) = slot, connection.isActive { return .use(connection) }
+                    }
                     return .fail(
                         .connectionFailed(
                             host: configuration.host,
