@@ -1,5 +1,5 @@
 /// One argument of a Redis command: the bytes sent as a blob string.
-public struct RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral {
+public struct RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
     /// The bytes sent.
     public var bytes: [UInt8]
 
@@ -20,6 +20,11 @@ public struct RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral {
 
     /// A string literal, sent as UTF-8.
     public init(stringLiteral value: String) {
+        self.init(value)
+    }
+
+    /// An integer literal, sent in decimal.
+    public init(integerLiteral value: Int) {
         self.init(value)
     }
 }

@@ -13,7 +13,8 @@ import Synchronization
 ///
 /// Each command goes to one of ``RedisConfiguration/poolSize`` connections in turn; a connection
 /// writes each command as it comes, without waiting for the replies of earlier ones (pipelining),
-/// and matches replies to commands in order.
+/// and matches replies to commands in order. Commands that need one connection for several
+/// commands (`MULTI`/`EXEC`, `WATCH`) need a client with a pool of one.
 ///
 /// Failures are typed (``RedisError``): a command without a reply within
 /// ``RedisConfiguration/commandTimeout`` fails with ``RedisError/timeout(command:after:)`` and closes
