@@ -32,6 +32,36 @@ struct RedisPushConnectionTests {
         await client.close()
     }
 
+    @Test func repliesAndPushesInterleavedOnOneConnectionGoTheirOwnWays() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        let push = RedisPushConnection(configuration: server.configuration(), setup: [Self.tracking])
+        let events = PushEventRecorder(push)
+        try #require(await events.waitFor { $0.isArmed } != nil)
+        // Without NOLOOP the connection's own writes are invalidated to it, between its replies.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<50 {
+                group.addTask {
+                    let key = RedisArgument("app:\(index)")
+                    let set = try await push.send("SET", [key, "v"])
+                    let get = try await push.send("GET", [key])
+                    #expect(set == .simpleString("OK") && get == .blobString(Array("v".utf8)))
+                }
+            }
+            try await group.waitForAll()
+        }
+        // In BCAST mode the server gathers the keys written in one pass of its event loop into one push.
+        let expected = Set((0..<50).map { "app:\($0)" })
+        var invalidated = Set<String>()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !invalidated.isSuperset(of: expected) && ContinuousClock.now < deadline {
+            for case .invalidate(let keys?) in events.all { invalidated.formUnion(keys) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(invalidated.isSuperset(of: expected))
+        await push.close()
+    }
+
     @Test(arguments: [RedisProtocolVersion.automatic, .resp2])
     func pubSubMessagesArrive(_ version: RedisProtocolVersion) async throws {
         let server = try await RedisServer.start()

@@ -37,9 +37,9 @@ final class PushEventRecorder: Sendable {
     ) async -> Int? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            let found = storage.events.withLock { events in
-                events.indices.dropFirst(after).first { predicate(events[$0]) }
-            }
+            // The predicate runs outside the lock: it may read `all` itself.
+            let events = storage.events.withLock { $0 }
+            let found = events.indices.dropFirst(after).first { predicate(events[$0]) }
             if let found { return found }
             try? await Task.sleep(for: .milliseconds(10))
         }
