@@ -1,9 +1,10 @@
 import CacheKitRedis
 
-/// Retries `body` until it succeeds, for at most `timeout`; returns its last error otherwise.
+/// Retries `body` until it succeeds, for at most `timeout` (generous: a full
+/// parallel test run can keep the task from running for many seconds); returns its last error otherwise.
 @discardableResult
 func eventually<T>(
-    timeout: Duration = .seconds(10),
+    timeout: Duration = .seconds(60),
     _ body: () async throws(RedisError) -> T
 ) async throws(RedisError) -> T {
     let deadline = ContinuousClock.now + timeout

@@ -27,12 +27,13 @@ final class PushEventRecorder: Sendable {
     /// Every event so far.
     var all: [RedisPushEvent] { storage.events.withLock { $0 } }
 
-    /// Waits until an event after the first `after` satisfies `predicate`, for at most `timeout`;
+    /// Waits until an event after the first `after` satisfies `predicate`, for at most `timeout`
+    /// (generous: a full parallel test run can keep the task from running for many seconds);
     /// returns its index, or `nil` when none came in time.
     @discardableResult
     func waitFor(
         after: Int = 0,
-        timeout: Duration = .seconds(10),
+        timeout: Duration = .seconds(60),
         _ predicate: (RedisPushEvent) -> Bool
     ) async -> Int? {
         let deadline = ContinuousClock.now + timeout
