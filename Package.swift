@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "CacheKitObservability", targets: ["CacheKitObservability"]),
         .library(name: "CacheKitMacros", targets: ["CacheKitMacros"]),
         .library(name: "CacheKitSQLite", targets: ["CacheKitSQLite"]),
+        .library(name: "CacheKitRedis", targets: ["CacheKitRedis"]),
         .executable(name: "cachekit", targets: ["CacheKitTool"]),
     ],
     dependencies: [
@@ -28,6 +29,9 @@ let package = Package(
         // CacheKitMacros only (the @Memoized macro's implementation): CacheKit itself does not
         // depend on swift-syntax.
         .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
+        // CacheKitRedis only (the Redis client's connections): CacheKit itself does not depend on
+        // SwiftNIO.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // A prefetch hint for the engine (C, header-only): Swift has none of its own. Built by the
@@ -83,6 +87,17 @@ let package = Package(
             name: "CacheKitSQLite",
             dependencies: ["CacheKit", "CSQLite"]
         ),
+        // A Redis client (RESP3 with a RESP2 fallback, pipelined connections, a small pool and a push
+        // connection for invalidations and pub/sub), in its own target so that only its users build
+        // SwiftNIO.
+        .target(
+            name: "CacheKitRedis",
+            dependencies: [
+                "CacheKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         // Writes and removes entries of a SQLiteStore until killed: the SQLite crash test runs it
         // (not a product).
         .executableTarget(
@@ -137,6 +152,16 @@ let package = Package(
             name: "CacheKitSQLiteTests",
             // The crash helper is a dependency only so that SwiftPM builds it before the tests.
             dependencies: ["CacheKitSQLite", "CacheKit", "CacheKitSQLiteCrashHelper"]
+        ),
+        .testTarget(
+            name: "CacheKitRedisTests",
+            dependencies: [
+                "CacheKitRedis",
+                "CacheKit",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "CacheKitObservabilityTests",

@@ -1,0 +1,213 @@
+import CacheKit
+import Synchronization
+
+/// A dedicated connection for what the server pushes: client-tracking invalidations and pub/sub
+/// messages, delivered as ``RedisPushEvent``s.
+///
+/// ```swift
+/// let push = RedisPushConnection(
+///     configuration: configuration,
+///     setup: [["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "app:"], ["SUBSCRIBE", "news"]]
+/// )
+/// for await event in push.events {
+///     switch event {
+///     case .armed: break                          // pushes flow from here on
+///     case .disconnected: nearCache.removeAll()   // pushes may have been missed
+///     case .invalidate(let keys): keys.map { nearCache.remove($0) } ?? nearCache.removeAll()
+///     case .message(let channel, let payload): print(channel, payload)
+///     case .push: break
+///     }
+/// }
+/// ```
+///
+/// The connection opens in the background at once, runs `setup` after the greeting
+/// (`HELLO`/`AUTH`/`SELECT`) and reports ``RedisPushEvent/armed`` when every setup command has
+/// succeeded. It pings the server every `pingInterval`; a ping unanswered within
+/// ``RedisConfiguration/commandTimeout``, like any other loss, closes it and reports
+/// ``RedisPushEvent/disconnected(_:)``; it then reconnects with
+/// ``RedisConfiguration/reconnectBackoff``, runs `setup` again and reports `.armed` again. A failed
+/// connection attempt or setup is retried in the same way without an event: only an armed
+/// connection's loss is reported.
+///
+/// Client tracking needs RESP3 (``RedisProtocolVersion/automatic`` or ``RedisProtocolVersion/resp3``):
+/// in RESP2 a server accepts `CLIENT TRACKING ON` without `REDIRECT` and then sends nothing. In
+/// RESP2, invalidations redirected to a connection subscribed to `__redis__:invalidate` are
+/// reported as ``RedisPushEvent/invalidate(keys:)`` too.
+///
+/// `events` is for one consumer; it buffers what the consumer has not read yet, so the consumer
+/// should keep reading. ``close()`` ends the connection and finishes `events`.
+public final class RedisPushConnection: Sendable {
+    /// The configuration the connection uses.
+    public let configuration: RedisConfiguration
+    /// The commands run on every (re)connection, each a command name followed by its arguments.
+    public let setup: [[RedisArgument]]
+    /// How often the connection pings the server to detect a silent loss.
+    public let pingInterval: Duration
+    /// The connection's state changes and the server's pushes, for one consumer.
+    public let events: AsyncStream<RedisPushEvent>
+
+    private struct State {
+        var connection: _RedisConnection?
+        var runner: Task<Void, Never>?
+        var isClosed = false
+    }
+
+    private let continuation: AsyncStream<RedisPushEvent>.Continuation
+    private let state = Mutex(State())
+
+    /// A push connection that starts connecting at once, in the background.
+    public init(configuration: RedisConfiguration, setup: [[RedisArgument]], pingInterval: Duration = .seconds(1)) {
+        self.configuration = configuration
+        self.setup = setup
+        self.pingInterval = pingInterval
+        (self.events, self.continuation) = AsyncStream.makeStream(of: RedisPushEvent.self)
+        let runner = Task { [self] in await run() }
+        state.withAnnotatedLock(for: self) { $0.runner = runner }
+    }
+
+    /// Sends a command on this connection and returns its reply (RESP3 allows any command while
+    /// subscribed; RESP2 only the subscription commands and `PING`).
+    public func send(_ command: String, _ arguments: [RedisArgument] = []) async throws(RedisError) -> RESPValue {
+        let (connection, isClosed) = state.withAnnotatedLock(for: self) { ($0.connection, $0.isClosed) }
+        guard !isClosed else { throw .closed }
+        guard let connection else {
+            throw .connectionFailed(host: configuration.host, port: configuration.port, reason: "not connected")
+        }
+        return try await connection.send(command, arguments)
+    }
+
+    /// Closes the connection, stops reconnecting and finishes ``events``.
+    public func close() async {
+        let (connection, runner) = state.withAnnotatedLock(for: self) { state in
+            state.isClosed = true
+            let taken = (state.connection, state.runner)
+            state.connection = nil
+            return taken
+        }
+        runner?.cancel()
+        await connection?.closeAndWait()
+        await runner?.value
+        continuation.finish()
+    }
+
+    private var isClosed: Bool { state.withAnnotatedLock(for: self) { $0.isClosed } }
+
+    // MARK: The connection's life
+
+    private func run() async {
+        var failures = 0
+        while !isClosed {
+            if failures > 0 {
+                try? await Task.sleep(for: configuration.reconnectBackoff.delay(afterFailures: failures))
+                if isClosed { break }
+            }
+            let continuation = continuation
+            let opened = await _RedisConnection.open(configuration) { value in
+                continuation.yield(Self.event(for: value))
+            }
+            guard case .success(let connection) = opened else {
+                failures += 1
+                continue
+            }
+            let stored = state.withAnnotatedLock(for: self) { state in
+                guard !state.isClosed else { return false }
+                state.connection = connection
+                return true
+            }
+            guard stored else {
+                await connection.closeAndWait()
+                break
+            }
+            guard await runSetup(on: connection) else {
+                await connection.closeAndWait(reason: .connectionClosed(reason: "setup failed"))
+                failures += 1
+                continue
+            }
+            failures = 0
+            continuation.yield(.armed)
+            let lost = await watch(connection)
+            await connection.closeAndWait(reason: lost)
+            state.withAnnotatedLock(for: self) { state in
+                if state.connection === connection { state.connection = nil }
+            }
+            if isClosed { break }
+            continuation.yield(.disconnected(lost))
+            failures = 1
+        }
+    }
+
+    private func runSetup(on connection: _RedisConnection) async -> Bool {
+        for command in setup {
+            guard let name = command.first else { continue }
+            do {
+                _ = try await connection.send(String(decoding: name.bytes, as: UTF8.self), Array(command.dropFirst()))
+            } catch {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Pings until the connection is lost; returns why.
+    private func watch(_ connection: _RedisConnection) async -> RedisError {
+        while true {
+            if let reason = await connection.waitForClose(timeout: pingInterval) { return reason }
+            if isClosed { return .closed }
+            do {
+                let reply = try await connection.send("PING", [])
+                guard Self.isPong(reply) else {
+                    return .unexpectedReply(command: "PING", reply: reply.description)
+                }
+            } catch {
+                return error
+            }
+        }
+    }
+
+    /// `PONG`, or in RESP2 on a subscribed connection `["pong", ""]`.
+    private static func isPong(_ reply: RESPValue) -> Bool {
+        switch reply {
+        case .simpleString(let text): return text == "PONG"
+        case .array(let elements): return elements.first?.string?.lowercased() == "pong"
+        default: return false
+        }
+    }
+
+    /// The event for a push the handler received.
+    static func event(for value: RESPValue) -> RedisPushEvent {
+        guard case .push(let elements) = value else { return .push([value]) }
+        guard let kind = elements.first?.string?.lowercased() else { return .push(elements) }
+        switch kind {
+        case "invalidate" where elements.count == 2:
+            return invalidation(elements[1]) ?? .push(elements)
+        case "message" where elements.count == 3, "smessage" where elements.count == 3:
+            return message(channel: elements[1], payload: elements[2]) ?? .push(elements)
+        case "pmessage" where elements.count == 4:
+            return message(channel: elements[2], payload: elements[3]) ?? .push(elements)
+        default:
+            return .push(elements)
+        }
+    }
+
+    private static func invalidation(_ keys: RESPValue) -> RedisPushEvent? {
+        switch keys {
+        case .null: return .invalidate(keys: nil)
+        case .array(let elements), .set(let elements):
+            var names: [String] = []
+            for element in elements {
+                guard let name = element.string else { return nil }
+                names.append(name)
+            }
+            return .invalidate(keys: names)
+        default: return nil
+        }
+    }
+
+    private static func message(channel: RESPValue, payload: RESPValue) -> RedisPushEvent? {
+        guard let channel = channel.string else { return nil }
+        // RESP2 tracking redirected to this connection arrives on this channel.
+        if channel == "__redis__:invalidate", let event = invalidation(payload) { return event }
+        guard let bytes = payload.bytes else { return nil }
+        return .message(channel: channel, payload: bytes)
+    }
+}

@@ -1,0 +1,122 @@
+import NIOCore
+import Testing
+
+@testable import CacheKitRedis
+
+struct RESPDecoderTests {
+    /// Feeds `bytes` in the given chunk sizes and returns every value decoded, or the error thrown.
+    static func decodeAll(
+        _ bytes: [UInt8],
+        chunks: [Int],
+        limits: RedisReplyLimits = RedisReplyLimits()
+    ) -> (values: [RESPValue], error: RedisError?, midValue: Bool) {
+        var decoder = _RESPDecoder(limits: limits)
+        var buffer = ByteBuffer()
+        var values: [RESPValue] = []
+        var offset = 0
+        var chunkIndex = 0
+        while offset < bytes.count {
+            let size = max(1, chunks.isEmpty ? bytes.count : chunks[chunkIndex % chunks.count])
+            chunkIndex += 1
+            let end = min(bytes.count, offset + size)
+            buffer.writeBytes(bytes[offset..<end])
+            offset = end
+            do {
+                while let value = try decoder.decode(&buffer) { values.append(value) }
+            } catch {
+                return (values, error, decoder.isMidValue)
+            }
+        }
+        return (values, nil, decoder.isMidValue || buffer.readableBytes > 0)
+    }
+
+    static func decode(
+        _ text: String,
+        limits: RedisReplyLimits = RedisReplyLimits()
+    ) -> (
+        values: [RESPValue], error: RedisError?, midValue: Bool
+    ) {
+        decodeAll(Array(text.utf8), chunks: [], limits: limits)
+    }
+
+    @Test func scalars() {
+        #expect(Self.decode("+OK\r\n").values == [.simpleString("OK")])
+        #expect(Self.decode("-WRONGTYPE Operation\r\n").values == [.error("WRONGTYPE Operation")])
+        #expect(Self.decode(":-42\r\n").values == [.integer(-42)])
+        #expect(Self.decode("$5\r\nhello\r\n").values == [.blobString(Array("hello".utf8))])
+        #expect(Self.decode("$0\r\n\r\n").values == [.blobString([])])
+        #expect(Self.decode("$-1\r\n").values == [.null])
+        #expect(Self.decode("*-1\r\n").values == [.null])
+        #expect(Self.decode("_\r\n").values == [.null])
+        #expect(Self.decode("#t\r\n").values == [.boolean(true)])
+        #expect(Self.decode(",3.25\r\n").values == [.double(3.25)])
+        #expect(Self.decode(",inf\r\n").values == [.double(.infinity)])
+        #expect(Self.decode("(12345678901234567890123\r\n").values == [.bigNumber("12345678901234567890123")])
+        #expect(Self.decode("=8\r\ntxt:abcd\r\n").values == [.verbatimString("abcd")])
+        #expect(Self.decode("!8\r\nERR a\r\nb\r\n").values == [.error("ERR a\r\nb")])
+    }
+
+    @Test func aggregates() {
+        #expect(
+            Self.decode("*2\r\n:1\r\n*1\r\n+a\r\n").values == [.array([.integer(1), .array([.simpleString("a")])])]
+        )
+        #expect(Self.decode("*0\r\n").values == [.array([])])
+        #expect(Self.decode("%1\r\n+k\r\n:1\r\n").values == [.map([.simpleString("k"): .integer(1)])])
+        #expect(Self.decode("~1\r\n:1\r\n").values == [.set([.integer(1)])])
+        #expect(
+            Self.decode(">2\r\n$10\r\ninvalidate\r\n*1\r\n$3\r\nkey\r\n").values == [
+                .push([.blobString(Array("invalidate".utf8)), .array([.blobString(Array("key".utf8))])])
+            ]
+        )
+        // An attribute is read and dropped; the value after it is the reply.
+        #expect(Self.decode("|1\r\n+ttl\r\n:3\r\n:7\r\n").values == [.integer(7)])
+        #expect(Self.decode("*2\r\n|1\r\n+a\r\n+b\r\n:1\r\n:2\r\n").values == [.array([.integer(1), .integer(2)])])
+    }
+
+    @Test func incompleteFramesWaitForMoreBytes() {
+        for text in ["+OK", "+OK\r", "$5\r\nhel", "$5\r\nhello\r", "*2\r\n:1\r\n", "%1\r\n+k\r\n", ">"] {
+            let result = Self.decode(text)
+            #expect(result.values.isEmpty && result.error == nil && result.midValue, "\(text)")
+        }
+    }
+
+    @Test(arguments: [
+        "?\r\n", ":12a\r\n", ":\r\n", ":99999999999999999999\r\n", "$-2\r\n", "$abc\r\n", "$3\r\nabcd\r\n", "*-2\r\n",
+        "#x\r\n", ",1.2.3x\r\n", "(12a\r\n", "_x\r\n", "=2\r\nab\r\n", "+a\rb\r\n", "$99999999999999\r\n",
+        "*999999999999\r\n", "%999999999999\r\n",
+    ])
+    func malformedFramesAreViolations(_ text: String) {
+        let result = Self.decode(text)
+        guard case .protocolViolation = result.error else {
+            Issue.record("\(text.debugDescription) gave \(result)")
+            return
+        }
+    }
+
+    @Test func limitsAreEnforced() {
+        let limits = RedisReplyLimits(
+            maximumBulkLength: 10,
+            maximumAggregateCount: 4,
+            maximumNestingDepth: 3,
+            maximumLineLength: 40
+        )
+        #expect(Self.decode("$10\r\n0123456789\r\n", limits: limits).error == nil)
+        #expect(Self.decode("$11\r\n", limits: limits).error != nil)
+        #expect(Self.decode("*5\r\n", limits: limits).error != nil)
+        #expect(Self.decode("%3\r\n", limits: limits).error != nil)
+        #expect(Self.decode("*1\r\n*1\r\n*1\r\n:1\r\n", limits: limits).error == nil)
+        #expect(Self.decode("*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", limits: limits).error != nil)
+        #expect(Self.decode("+" + String(repeating: "a", count: 41), limits: limits).error != nil)
+        #expect(Self.decode("+" + String(repeating: "a", count: 40), limits: limits).error == nil)
+    }
+
+    @Test func deepNestingIsAViolationNotARecursion() {
+        let deep = String(repeating: "*1\r\n", count: 100_000) + ":1\r\n"
+        guard case .protocolViolation = Self.decode(deep).error else {
+            Issue.record("nesting past the limit must be a violation")
+            return
+        }
+        let allowed = String(repeating: "*1\r\n", count: 63) + ":1\r\n"
+        #expect(Self.decode(allowed).values.count == 1)
+    }
+}
