@@ -98,6 +98,12 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // A second process with a near cache over Redis, driven by the Redis tests a line at a time,
+        // and the writer and reader of their chaos run (not a product).
+        .executableTarget(
+            name: "CacheKitRedisHelper",
+            dependencies: ["CacheKit", "CacheKitRedis"]
+        ),
         // Writes and removes entries of a SQLiteStore until killed: the SQLite crash test runs it
         // (not a product).
         .executableTarget(
@@ -117,7 +123,7 @@ let package = Package(
             name: "CacheKitTool",
             dependencies: [
                 "CacheKit", "CacheKitSimulator", "CacheKitBenchSupport", "_CacheKitToolShims", "CacheKitSQLite",
-                "CSQLite",
+                "CSQLite", "CacheKitRedis",
             ]
         ),
         // Instruments that explain the performance figures (minimal LRU sketches, thread scaling,
@@ -155,7 +161,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CacheKitRedisTests",
+            // The helper is a dependency only so that SwiftPM builds it before the tests.
             dependencies: [
+                "CacheKitRedisHelper",
                 "CacheKitRedis",
                 "CacheKit",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -30,7 +30,7 @@ package final class RedisServerProcess: @unchecked Sendable {
     package let persistent: Bool
     package let directory: URL
     private let lock = NSLock()
-    private var process: Process?
+    private var pid: pid_t?
 
     private init(port: Int, password: String?, persistent: Bool, directory: URL) {
         self.port = port
@@ -42,12 +42,13 @@ package final class RedisServerProcess: @unchecked Sendable {
     /// Starts a server on a free loopback port, requiring `password` when given.
     package static func start(password: String? = nil, persistent: Bool = false) async throws -> RedisServerProcess {
         guard executable != nil else { throw Failure(description: "redis-server is not on PATH") }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "cachekit-redis-\(UUID().uuidString)"
-        )
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var lastError: (any Error)?
+        // Another process may take the port between the probe and the server's bind: try others.
         for _ in 0..<5 {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "cachekit-redis-\(UUID().uuidString)"
+            )
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let server = RedisServerProcess(
                 port: try freePort(),
                 password: password,
@@ -72,25 +73,22 @@ package final class RedisServerProcess: @unchecked Sendable {
         return configuration
     }
 
-    /// Stops the server and waits (at most 5 s, then SIGKILL) for it to exit: with `SIGKILL`
-    /// at once, without a chance to write anything; otherwise with `SHUTDOWN NOSAVE`. (A signal
-    /// such as SIGTERM may be blocked: a process started from a thread of the concurrency pool
-    /// inherits its blocked signals.)
+    /// Stops the server: SIGTERM (or `signal`), then waits for it to exit.
     package func stop(signal: Int32 = SIGTERM) {
         let running = lock.withLock {
-            let running = process
-            process = nil
+            let running = pid
+            pid = nil
             return running
         }
         guard let running else { return }
-        if signal == SIGKILL {
-            kill(running.processIdentifier, SIGKILL)
-        } else {
-            Self.send(password.map { "AUTH \($0)\r\nSHUTDOWN NOSAVE\r\n" } ?? "SHUTDOWN NOSAVE\r\n", port: port)
-        }
-        for _ in 0..<5_000 where running.isRunning { usleep(1_000) }
-        if running.isRunning { kill(running.processIdentifier, SIGKILL) }
-        running.waitUntilExit()
+        kill(running, signal)
+        var status: Int32 = 0
+        while waitpid(running, &status, 0) == -1 && errno == EINTR {}
+    }
+
+    /// Kills the server (SIGKILL): its connections drop without a goodbye.
+    package func crash() {
+        stop(signal: SIGKILL)
     }
 
     /// Starts the server again on the same port (after ``stop(signal:)``).
@@ -114,36 +112,65 @@ package final class RedisServerProcess: @unchecked Sendable {
     }
 
     private func launch() async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable!)
-        // A log of this launch's own: another test's server may answer PING on this port (two
-        // tests can be given the same free port), and only this log tells that ours is ready.
-        let log = directory.appendingPathComponent("redis-\(port)-\(UUID().uuidString).log")
+        // A log of this launch's own: another server may answer PING on this port (two callers
+        // can be given the same free port), and only this log tells that ours is ready.
+        let logFile = directory.appendingPathComponent("redis-\(port)-\(UUID().uuidString).log")
         var arguments = [
-            "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "",
+            Self.executable!, "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "",
             "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always", "--daemonize", "no",
-            "--enable-debug-command", "local", "--logfile", log.path,
+            "--enable-debug-command", "local", "--logfile", logFile.path,
         ]
         if let password { arguments += ["--requirepass", password] }
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Polls until this server says it is ready and answers PING, for at most 10 s.
+        let child = try Self.spawn(arguments)
+        // Polls until the server answers PING, for at most 10 s.
         for _ in 0..<400 {
-            guard process.isRunning else { break }
-            let ready = (try? String(contentsOf: log, encoding: .utf8))?.contains("Ready to accept connections") ?? false
-            if ready, Self.answersPing(port: port), process.isRunning {
-                lock.withLock { self.process = process }
+            var status: Int32 = 0
+            let waited = waitpid(child, &status, WNOHANG)
+            guard waited == 0 || (waited == -1 && errno == ECHILD && kill(child, 0) == 0) else {
+                let log = try? String(contentsOf: logFile, encoding: .utf8)
+                throw Failure(description: "redis-server on port \(port) exited: \(log ?? "")")
+            }
+            let ready = (try? String(contentsOf: logFile, encoding: .utf8))?.contains("Ready to accept") ?? false
+            if ready, Self.answersPing(port: port) {
+                lock.withLock { pid = child }
                 return
             }
             try await Task.sleep(for: .milliseconds(25))
         }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-        }
-        process.waitUntilExit()
+        kill(child, SIGKILL)
+        var status: Int32 = 0
+        waitpid(child, &status, 0)
         throw Failure(description: "redis-server on port \(port) did not answer PING")
+    }
+
+    /// Starts `arguments[0]` with the default signal mask and dispositions (a test runner's threads
+    /// may block SIGTERM, and a child inherits the mask of the thread that spawns it).
+    private static func spawn(_ arguments: [String]) throws -> pid_t {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGTERM)
+        sigaddset(&defaults, SIGINT)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, arguments[0], &actions, &attributes, &argv, environ)
+        guard result == 0 else { throw Failure(description: "posix_spawn failed: \(result)") }
+        return child
     }
 
     /// A port no socket is bound to right now (the kernel's choice for port 0).
@@ -153,7 +180,9 @@ package final class RedisServerProcess: @unchecked Sendable {
         defer { close(fd) }
         var address = loopback(port: 0)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else { throw Failure(description: "bind() failed") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -164,7 +193,7 @@ package final class RedisServerProcess: @unchecked Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    static func loopback(port: Int) -> sockaddr_in {
+    package static func loopback(port: Int) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
@@ -175,16 +204,8 @@ package final class RedisServerProcess: @unchecked Sendable {
     /// Whether a server on `port` answers an inline PING with `+PONG` or, when it wants a password,
     /// `-NOAUTH`.
     private static func answersPing(port: Int) -> Bool {
-        guard let reply = send("PING\r\n", port: port) else { return false }
-        return reply.hasPrefix("+PONG") || reply.hasPrefix("-NOAUTH")
-    }
-
-    /// Sends `text` (inline commands) to the server on `port` and returns the start of its reply,
-    /// or `nil` when it cannot be reached. Waits at most a second.
-    @discardableResult
-    private static func send(_ text: String, port: Int) -> String? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return false }
         defer { close(fd) }
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -194,12 +215,13 @@ package final class RedisServerProcess: @unchecked Sendable {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard connected == 0 else { return nil }
-        let bytes = Array(text.utf8)
-        guard write(fd, bytes, bytes.count) == bytes.count else { return nil }
+        guard connected == 0 else { return false }
+        let ping = Array("PING\r\n".utf8)
+        guard write(fd, ping, ping.count) == ping.count else { return false }
         var reply = [UInt8](repeating: 0, count: 64)
         let count = read(fd, &reply, reply.count)
-        guard count > 0 else { return nil }
-        return String(decoding: reply[..<count], as: UTF8.self)
+        guard count > 0 else { return false }
+        let text = String(decoding: reply[..<count], as: UTF8.self)
+        return text.hasPrefix("+PONG") || text.hasPrefix("-NOAUTH")
     }
 }

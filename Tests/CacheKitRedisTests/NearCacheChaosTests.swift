@@ -1,8 +1,9 @@
+import CacheKitRedis
 import Foundation
 import Testing
 
-/// Writers and readers in two processes, each with a near cache over one Redis, while the server
-/// is killed and restarted.
+/// Writers and readers in two processes, each with a near cache over one Redis, while the
+/// connections that carry invalidations are dropped and the server is killed and restarted.
 ///
 /// The rule checked: no read returns a value older than a write acknowledged before the read
 /// began, by its own process, or by the other process more than ``crossProcessDelay`` before.
@@ -87,29 +88,40 @@ struct NearCacheChaosTests {
         let operations = 3_000
         let processes = try ["a", "b"].enumerated().map { index, id in
             try HelperProcess([
-                "--chaos", "\(server.port)", "chaos:", "tracking", id, "2", "2", "\(operations)", "6",
+                "--chaos", "\(server.port)", "chaos:", "tracking", id, "2", "2", "\(operations)", "100",
                 "\(index + 1)", directory.appendingPathComponent("\(id).log").path,
             ])
         }
         defer { for process in processes { process.stop() } }
         for process in processes { #expect(try await process.nextLine() == "ready") }
 
-        // Kill and restart the server as the first process passes these counts of operations.
-        var restartsAt = [600, 1_400, 2_200]
+        // As the first process passes these counts of operations, drop every connection that
+        // receives invalidations (the server and the other connections stay up, so writes go on
+        // while the near caches are deaf), or kill the server and restart it.
+        let admin = RedisClient(configuration: server.configuration())
+        defer { Task { await admin.close() } }
+        var faults: [(at: Int, restart: Bool)] = [
+            (400, false), (800, true), (1_200, false), (1_600, true), (2_000, false), (2_400, true),
+        ]
+        var dropped = 0
         var restarts = 0
         while true {
             let line = try await processes[0].nextLine()
             if line == "done" { break }
             guard line.hasPrefix("progress "), let done = Int(line.dropFirst("progress ".count)) else { continue }
-            if let next = restartsAt.first, done >= next {
-                restartsAt.removeFirst()
+            guard let fault = faults.first, done >= fault.at else { continue }
+            faults.removeFirst()
+            if fault.restart {
                 server.stop(signal: SIGKILL)
                 try await server.restart()
                 restarts += 1
+            } else {
+                dropped += try await Self.dropInvalidationConnections(admin)
             }
         }
         while try await processes[1].nextLine() != "done" {}
         #expect(restarts == 3)
+        #expect(dropped >= 3, "each drop closes at least one connection of each process")
 
         var writes: [String: [String: Write]] = [:]
         var reads: [Read] = []
@@ -123,8 +135,33 @@ struct NearCacheChaosTests {
         let stale = Self.staleReads(writes: writes, reads: reads)
         let acknowledged = writes.values.reduce(0) { $0 + $1.values.filter(\.acknowledged).count }
         #expect(acknowledged > operations / 2, "most writes must be acknowledged: \(acknowledged)")
-        print("chaos: \(reads.count) reads, \(answered.count) answered, \(acknowledged) writes acknowledged")
         #expect(stale.isEmpty, "\(stale.count) stale reads, the first: \(stale.prefix(5))")
+    }
+
+    /// Closes every connection that receives invalidations (tracking, or subscribed to a channel),
+    /// as a network fault would; returns how many. Retries while the client reconnects after a
+    /// restart.
+    static func dropInvalidationConnections(_ admin: RedisClient) async throws -> Int {
+        var listing: RESPValue?
+        for _ in 0..<100 where listing == nil {
+            listing = try? await admin.send("CLIENT", ["LIST"])
+            if listing == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        guard let text = listing?.string else { throw HelperProcess.Failure(description: "CLIENT LIST failed") }
+        var killed = 0
+        for line in text.split(separator: "\n") {
+            var fields: [Substring: Substring] = [:]
+            for field in line.split(separator: " ") {
+                let parts = field.split(separator: "=", maxSplits: 1)
+                if parts.count == 2 { fields[parts[0]] = parts[1] }
+            }
+            let tracking = fields["flags"]?.contains("t") ?? false
+            let subscribed = (fields["sub"].flatMap { Int($0) } ?? 0) > 0
+            guard tracking || subscribed, let id = fields["id"] else { continue }
+            _ = try await admin.send("CLIENT", ["KILL", "ID", RedisArgument(String(id))])
+            killed += 1
+        }
+        return killed
     }
 
     @Test func theCheckFindsAStaleRead() throws {
