@@ -17,9 +17,9 @@ import ServiceLifecycle
 /// ```
 ///
 /// `MemoryPersistDriver` keeps every value until a tidy pass every ten minutes; this driver
-/// holds at most `countLimit` entries (evicting by `policy`), and an expired entry is gone at
-/// once for reads and freed by the cache's own sweep, by a write that evicts, or by ``run()``'s
-/// sweep every `sweepInterval`.
+/// holds at most `countLimit` entries (evicting by `policy`). An expired entry is gone at once:
+/// each operation of the cache removes the entries whose time has passed (in deadline order,
+/// without a scan), and ``run()`` does so every `sweepInterval` for a driver left idle.
 ///
 /// Values are kept as the `Codable & Sendable` values they are: reading one as another type
 /// throws `PersistError.invalidConversion`, as `MemoryPersistDriver` does.

@@ -78,9 +78,10 @@ import Testing
         async let running: Void = group.run()
 
         await Self.waitUntil { clock.sleeperCount == 1 }
+        #expect(cache.statistics.removalCounts[.expired, default: 0] == 0)
         clock.advance(by: .seconds(30))
-        // The sweep runs without a read: the count, which a read would not change, drops.
-        await Self.waitUntil { cache.count == 1 }
+        // Statistics are read without sweeping: only the service's sweep counts the expiry.
+        await Self.waitUntil { cache.statistics.removalCounts[.expired] == 1 }
         #expect(cache.peekValue(forKey: "kept") == 2)
 
         await group.triggerGracefulShutdown()
