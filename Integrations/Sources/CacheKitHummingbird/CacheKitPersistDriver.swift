@@ -82,7 +82,8 @@ public final class CacheKitPersistDriver<C: Clock<Duration>>: PersistDriver {
     }
 
     /// Stores `value` for `key`, replacing any value. With `expires` `nil`, a value that
-    /// replaces one with a deadline keeps that deadline.
+    /// replaces one with a deadline keeps that deadline (as it is when this call reads it: of
+    /// two concurrent writes to one key, the last stored wins with the deadline it read).
     public func set<Object: Codable & Sendable>(key: String, value: Object, expires: Duration?) async throws {
         let deadline: C.Instant?
         if let lifetime = Self.lifetime(expires) {

@@ -95,6 +95,26 @@ import Testing
         }
     }
 
+    @Test func ofConcurrentCreatesOfOneKeyExactlyOneSucceeds() async throws {
+        let persist = CacheKitPersistDriver(countLimit: 100, clock: ManualClock())
+        let winners = await withTaskGroup(of: Int?.self) { group in
+            for writer in 0..<64 {
+                group.addTask {
+                    do {
+                        try await persist.create(key: "contested", value: writer, expires: nil)
+                        return writer
+                    } catch {
+                        #expect(error as? PersistError == .duplicate)
+                        return nil
+                    }
+                }
+            }
+            return await group.compactMap { $0 }.reduce(into: []) { $0.append($1) }
+        }
+        #expect(winners.count == 1)
+        #expect(try await persist.get(key: "contested", as: Int.self) == winners.first)
+    }
+
     @Test func createAfterExpiryStoresAgain() async throws {
         let clock = ManualClock()
         let persist = CacheKitPersistDriver(countLimit: 100, clock: clock)
