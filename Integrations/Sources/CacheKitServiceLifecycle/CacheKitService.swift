@@ -13,7 +13,7 @@ import ServiceLifecycle
 /// let sessions = Cache<String, Session>(countLimit: 100_000)
 /// let persistence = CachePersistence(cache: sessions, fileURL: url)
 /// try persistence.load()
-/// let articles = TieredCache<String, Article>(countLimit: 1_000, store: try await DiskStore(directory: dir))
+/// let articles = TieredCache<String, Article>(countLimit: 1_000, store: try await DiskStore(directory: dir, byteLimit: 500 << 20))
 ///
 /// let cacheService = CacheKitService([
 ///     .sweeping(sessions, every: .seconds(30)),
@@ -26,10 +26,10 @@ import ServiceLifecycle
 /// ```
 ///
 /// The service runs until graceful shutdown (or cancellation). Then it stops every periodic
-/// job, and runs each duty's end in the reverse order of the duties: the last autosave, the
-/// flush and close of a tiered cache's store, the end of a memory-pressure subscription. Every
-/// end runs even when an earlier one fails; the first error is rethrown, so the service group
-/// logs it.
+/// job (sweeps, autosaves, flushes, memory-pressure subscriptions), and runs each duty's end in
+/// the reverse order of the duties: the last save, the flush and close of a tiered cache's
+/// store, stopping a memory-pressure monitor. Every end runs even when an earlier one fails;
+/// the first error is rethrown, so the service group logs it.
 ///
 /// Put the service after the services that use the caches in a `ServiceGroup`: the group shuts
 /// services down in reverse order, so the server stops taking requests before the caches save
