@@ -158,7 +158,12 @@ public final class RedisStore: InvalidatingCacheStore {
         guard let bytes else { return nil }
         switch _RedisEntryFormat.decode(bytes) {
         case .failure(let failure):
-            problemHandler?(CacheStoreProblem(key: key, error: .corrupted(path: "\(path) \(keyPrefix)\(key)", reason: failure.reason)))
+            problemHandler?(
+                CacheStoreProblem(
+                    key: key,
+                    error: .corrupted(path: "\(path) \(keyPrefix)\(key)", reason: failure.reason)
+                )
+            )
             return nil
         case .success(let (value, expiresAt)):
             if let expiresAt, expiresAt <= clock.now() { return nil }

@@ -44,7 +44,10 @@ enum RedisBench {
         let json = args.flag("json")
         guard RedisServerProcess.executable != nil else {
             FileHandle.standardError.write(
-                Data("cachekit bench --redis: redis-server is not on PATH (apt-get install redis-server); nothing measured\n".utf8)
+                Data(
+                    "cachekit bench --redis: redis-server is not on PATH (apt-get install redis-server); nothing measured\n"
+                        .utf8
+                )
             )
             if json { print("[]") }
             return
@@ -101,7 +104,9 @@ enum RedisBench {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         for lane in 0..<16 {
                             group.addTask {
-                                for _ in stride(from: lane, to: count, by: 16) { blackHole(try await client.get("raw")) }
+                                for _ in stride(from: lane, to: count, by: 16) {
+                                    blackHole(try await client.get("raw"))
+                                }
                             }
                         }
                         try await group.waitForAll()
@@ -178,7 +183,8 @@ enum RedisBench {
         let table = rows.map { row, result -> [String] in
             var versus = ""
             if let baseline, !(row.subject == "redis-GET" && row.workload == "sequential") {
-                let ratio = result.flatMap { r in baseline.1.map { r.ratio(to: $0) } } ?? row.nsPerOp / baseline.0.nsPerOp
+                let ratio =
+                    result.flatMap { r in baseline.1.map { r.ratio(to: $0) } } ?? row.nsPerOp / baseline.0.nsPerOp
                 versus = "\(formatRatio(ratio)) redis-GET"
             }
             return [row.subject, row.workload, String(format: "%.0f", row.nsPerOp), versus]

@@ -131,7 +131,10 @@ struct NearCacheTests {
         // The server answers nothing for 1.5 s; the connection itself stays open.
         let sleeper = Task { try? await client.send("DEBUG", ["SLEEP", "1.5"]) }
         await eventually("the silent server noticed") { reader.statistics.suspensionCount >= 1 }
-        #expect(reader.memory.peekValue(forKey: "k") == nil, "\(reader.statistics) bypassed: \(reader.isMemoryBypassed)")
+        #expect(
+            reader.memory.peekValue(forKey: "k") == nil,
+            "\(reader.statistics) bypassed: \(reader.isMemoryBypassed)"
+        )
         _ = await sleeper.value
         await eventually("armed again") { !reader.isMemoryBypassed }
         #expect(await reader.value(forKey: "k") == "v")

@@ -12,7 +12,12 @@ struct RedisStoreTests {
     @Test func entriesRoundTripUnderThePrefix() async throws {
         let server = try await RedisServer.start()
         defer { server.stop() }
-        let store = RedisStore(configuration: server.configuration(), keyPrefix: "app:", invalidation: .none, clock: wall)
+        let store = RedisStore(
+            configuration: server.configuration(),
+            keyPrefix: "app:",
+            invalidation: .none,
+            clock: wall
+        )
         let client = RedisClient(configuration: server.configuration())
         defer { Task { await client.close() } }
         try await client.set("other", to: Array("outside the prefix".utf8))

@@ -24,5 +24,6 @@ extension RedisServerProcess {
     }
 
     /// Why the Redis tests are skipped.
-    static let skipMessage: Comment = "redis-server is not on PATH (apt-get install redis-server); these tests run in CI"
+    static let skipMessage: Comment =
+        "redis-server is not on PATH (apt-get install redis-server); these tests run in CI"
 }
