@@ -4,7 +4,8 @@ import Synchronization
 extension RedisStore {
     /// Registers `handler` for the store's invalidations (see
     /// ``CacheKit/InvalidatingCacheStore``). Its first call gives the store's state: `.resumed`
-    /// once the invalidation connection is armed, else `.suspended`.
+    /// once the invalidation connection is armed, else `.suspended`. Handlers are called one at
+    /// a time, in the order they were added.
     public func addInvalidationHandler(
         _ handler: @escaping @Sendable (CacheStoreInvalidation) -> Void
     ) -> CacheStoreInvalidationToken {
@@ -70,26 +71,18 @@ final class _InvalidationListeners: Sendable {
         _ = state.withAnnotatedLock(for: self) { $0.handlers.removeValue(forKey: token.rawValue) }
     }
 
-    /// Starts draining the queue, fed by `events` when there are any.
-    func start(events: AsyncStream<RedisPushEvent>?, keyPrefix: String, channel: String?) {
-        let continuation = continuation
+    /// Hands a connection event to the draining task.
+    func enqueue(_ event: RedisPushEvent) { continuation.yield(.event(event)) }
+
+    /// Starts draining the queue.
+    func start(keyPrefix: String, channel: String?) {
         let queue = queue
-        var tasks: [Task<Void, Never>] = []
-        if let events {
-            tasks.append(
-                Task {
-                    for await event in events { continuation.yield(.event(event)) }
-                }
-            )
-        }
-        tasks.append(
-            Task { [self] in
-                for await delivery in queue {
-                    deliver(delivery, keyPrefix: keyPrefix, channel: channel)
-                }
+        let task = Task { [self] in
+            for await delivery in queue {
+                deliver(delivery, keyPrefix: keyPrefix, channel: channel)
             }
-        )
-        state.withAnnotatedLock(for: self) { $0.tasks = tasks }
+        }
+        state.withAnnotatedLock(for: self) { $0.tasks = [task] }
     }
 
     func stop() {
@@ -124,7 +117,7 @@ final class _InvalidationListeners: Sendable {
                 case .entries, .all:
                     break
                 }
-                return state.handlers.values.filter(\.greeted)
+                return state.handlers.sorted { $0.key < $1.key }.map(\.value).filter(\.greeted)
             }
             for handler in handlers { handler.call(invalidation) }
         }

@@ -112,24 +112,33 @@ public final class RedisStore: InvalidatingCacheStore {
         self.problemHandler = problemHandler
         client = RedisClient(configuration: configuration)
         path = "redis://\(configuration.host):\(configuration.port)/\(configuration.database)"
+        let listeners = _InvalidationListeners(alwaysResumed: invalidation == .none)
+        self.listeners = listeners
+        // The connection hands each event to the listeners' queue on its own thread.
+        let enqueue: @Sendable (RedisPushEvent) -> Void = { listeners.enqueue($0) }
         switch invalidation {
         case .tracking:
             let setup: [[RedisArgument]] =
                 keyPrefix.isEmpty
                 ? [["CLIENT", "TRACKING", "ON", "BCAST"]]
                 : [["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", RedisArgument(keyPrefix)]]
-            pushConnection = RedisPushConnection(configuration: configuration, setup: setup, pingInterval: pingInterval)
+            pushConnection = RedisPushConnection(
+                configuration: configuration,
+                setup: setup,
+                pingInterval: pingInterval,
+                eventHandler: enqueue
+            )
         case .channel(let channel):
             pushConnection = RedisPushConnection(
                 configuration: configuration,
                 setup: [["SUBSCRIBE", RedisArgument(channel)]],
-                pingInterval: pingInterval
+                pingInterval: pingInterval,
+                eventHandler: enqueue
             )
         case .none:
             pushConnection = nil
         }
-        listeners = _InvalidationListeners(alwaysResumed: pushConnection == nil)
-        listeners.start(events: pushConnection?.events, keyPrefix: keyPrefix, channel: invalidation.channelName)
+        listeners.start(keyPrefix: keyPrefix, channel: invalidation.channelName)
     }
 
     deinit {

@@ -2,6 +2,7 @@ import CacheKit
 import CacheKitBenchSupport
 import CacheKitRedis
 import Foundation
+import Synchronization
 
 /// `cachekit bench --redis`: the Redis level against one `GET` round trip on the same server, in
 /// one run. Starts its own `redis-server` on a free loopback port; without one it says so and
@@ -126,7 +127,12 @@ enum RedisBench {
         let results = runRounds(cases, workload: "redis", repetitions: repetitions, quiet: quiet)
         var rows = results.map { (Row(subject: $0.subject, workload: $0.policy, nsPerOp: $0.nsPerOp), Optional($0)) }
         let latencies = try runBlocking {
-            try await invalidationLatencies(writer: writer, reader: reader, writes: max(20, ops / 20) * repetitions)
+            try await invalidationLatencies(
+                writer: writer,
+                reader: reader,
+                store: store,
+                writes: max(20, ops / 20) * repetitions
+            )
         }
         rows.append((Row(subject: "invalidation", workload: "p50", nsPerOp: percentile(latencies, 0.50)), nil))
         rows.append((Row(subject: "invalidation", workload: "p99", nsPerOp: percentile(latencies, 0.99)), nil))
@@ -143,29 +149,43 @@ enum RedisBench {
     }
 
     /// For each of `writes` writes by `writer`: the nanoseconds from just before the write to
-    /// `reader`'s memory copy of the key being gone (polled without sleeping).
+    /// `reader`'s memory copy of the key being dropped. A handler added to the reader's store
+    /// after the reader's own hears each invalidation once the reader has applied it.
     static func invalidationLatencies(
         writer: TieredCache<String, Data>,
         reader: TieredCache<String, Data>,
+        store: RedisStore,
         writes: Int
     ) async throws -> [Double] {
+        let keys = (0..<64).map { "invalidation-\($0)" }
+        for key in keys { try await writer.setValue(Data([0]), forKey: key) }
+        let watched = Mutex<String?>(nil)
+        let (drops, dropped) = AsyncStream.makeStream(of: ContinuousClock.Instant.self)
+        let token = store.addInvalidationHandler { event in
+            guard case .entries(let storeKeys) = event else { return }
+            let hit = watched.withLock { key -> Bool in
+                guard let watching = key, storeKeys.contains(watching) else { return false }
+                key = nil
+                return true
+            }
+            if hit { dropped.yield(ContinuousClock.now) }
+        }
+        defer { store.removeInvalidationHandler(token) }
+        var iterator = drops.makeAsyncIterator()
         var latencies: [Double] = []
         latencies.reserveCapacity(writes)
         for index in 0..<writes {
-            let key = "invalidation-\(index % 64)"
-            // The reader holds the key in memory (read again until its own fill has settled).
+            let key = keys[index % keys.count]
+            // The reader holds the key (a store hit: no write of its own, so no echo of one).
             for _ in 0..<1_000 where reader.memory.peekValue(forKey: key) == nil {
-                _ = try await reader.value(forKey: key) { _ in Data([1]) }
+                _ = await reader.value(forKey: key)
             }
             guard reader.memory.peekValue(forKey: key) != nil else { continue }
+            watched.withLock { $0 = key }
             let start = ContinuousClock.now
             try await writer.setValue(Data([UInt8(truncatingIfNeeded: index)]), forKey: key)
-            var spins = 0
-            while reader.memory.peekValue(forKey: key) != nil, spins < 50_000_000 {
-                spins += 1
-                if spins % 64 == 0 { await Task.yield() }
-            }
-            latencies.append((ContinuousClock.now - start).nanoseconds)
+            guard let end = await iterator.next() else { break }
+            latencies.append((end - start).nanoseconds)
         }
         return latencies.sorted()
     }

@@ -43,7 +43,8 @@ public final class RedisPushConnection: Sendable {
     public let setup: [[RedisArgument]]
     /// How often the connection pings the server to detect a silent loss.
     public let pingInterval: Duration
-    /// The connection's state changes and the server's pushes, for one consumer.
+    /// The connection's state changes and the server's pushes, for one consumer (finished at once
+    /// when the connection was created with an event handler, which receives them instead).
     public let events: AsyncStream<RedisPushEvent>
 
     private struct State {
@@ -53,14 +54,32 @@ public final class RedisPushConnection: Sendable {
     }
 
     private let continuation: AsyncStream<RedisPushEvent>.Continuation
+    /// Where events go: ``events``, or the handler given at creation.
+    private let emit: @Sendable (RedisPushEvent) -> Void
     private let state = Mutex(State())
 
     /// A push connection that starts connecting at once, in the background.
-    public init(configuration: RedisConfiguration, setup: [[RedisArgument]], pingInterval: Duration = .seconds(1)) {
+    ///
+    /// - Parameter eventHandler: When given, receives every event instead of ``events``, on the
+    ///   connection's own thread and in order, with no lock held: one hop less than a task
+    ///   reading ``events``, for callers that only hand the event on. It must not block.
+    public init(
+        configuration: RedisConfiguration,
+        setup: [[RedisArgument]],
+        pingInterval: Duration = .seconds(1),
+        eventHandler: (@Sendable (RedisPushEvent) -> Void)? = nil
+    ) {
         self.configuration = configuration
         self.setup = setup
         self.pingInterval = pingInterval
-        (self.events, self.continuation) = AsyncStream.makeStream(of: RedisPushEvent.self)
+        let (events, continuation) = AsyncStream.makeStream(of: RedisPushEvent.self)
+        (self.events, self.continuation) = (events, continuation)
+        if let eventHandler {
+            continuation.finish()
+            emit = eventHandler
+        } else {
+            emit = { continuation.yield($0) }
+        }
         let runner = Task { [self] in await run() }
         state.withAnnotatedLock(for: self) { $0.runner = runner }
     }
@@ -101,9 +120,9 @@ public final class RedisPushConnection: Sendable {
                 try? await Task.sleep(for: configuration.reconnectBackoff.delay(afterFailures: failures))
                 if isClosed { break }
             }
-            let continuation = continuation
+            let emit = emit
             let opened = await _RedisConnection.open(configuration) { value in
-                continuation.yield(Self.event(for: value))
+                emit(Self.event(for: value))
             }
             guard case .success(let connection) = opened else {
                 failures += 1
@@ -124,14 +143,14 @@ public final class RedisPushConnection: Sendable {
                 continue
             }
             failures = 0
-            continuation.yield(.armed)
+            emit(.armed)
             let lost = await watch(connection)
             await connection.closeAndWait(reason: lost)
             state.withAnnotatedLock(for: self) { state in
                 if state.connection === connection { state.connection = nil }
             }
             if isClosed { break }
-            continuation.yield(.disconnected(lost))
+            emit(.disconnected(lost))
             failures = 1
         }
     }
