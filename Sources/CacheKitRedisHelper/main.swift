@@ -25,7 +25,8 @@
 // process of the machine): `W ID KEY VALUE START END ok|failed` or `R ID KEY VALUE|- START END`.
 // A worker whose operation failed waits 5 ms before its next, as a real client would; a reader
 // waits 0.3 ms after each read. Progress
-// goes to standard output as `progress N` every 100 operations, and `done` at the end.
+// goes to standard output as `progress N` every 100 operations, and `done` at the end; the helper
+// then waits for `quit` (or the end of its input) before it exits.
 import CacheKit
 import CacheKitRedis
 import Foundation
@@ -199,6 +200,8 @@ func chaos(_ arguments: [String]) async throws {
         }
     }
     say("done")
+    // Stays connected until told to quit, so that the other process's faults still find it.
+    while let line = readLine(), line != "quit" {}
 }
 
 let arguments = CommandLine.arguments
