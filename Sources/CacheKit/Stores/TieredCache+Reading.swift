@@ -23,21 +23,13 @@ extension TieredCache {
     /// ``value(forKey:)`` after a memory miss.
     @usableFromInline
     func _valueFromStore(forKey key: Key) async -> Value? {
-        let stamp = coherenceStamp()
         do {
-            let value = try await memory._value(
-                forKey: key,
-                cost: memoryCost,
-                admit: admission(stamp),
-                missCounted: true
-            ) { key in
+            return try await throughMemory(key) { key in
                 let since = self.beginLoad()
                 defer { self.endLoad() }
                 guard let found = await self.readStore(key, since: since) else { throw _StoreMiss() }
                 return found
-            }.value
-            dropIfStale(key, stamp: stamp)
-            return value
+            }
         } catch {
             return nil
         }
@@ -79,28 +71,38 @@ extension TieredCache {
         // whole store read, so a few rounds suffice; the bound keeps a stream of loader-less
         // readers from holding a loader back for ever.
         for _ in 0..<Self.joinedReadRounds {
-            let stamp = coherenceStamp()
             do {
-                let value = try await memory._value(
-                    forKey: key,
-                    cost: memoryCost,
-                    admit: admission(stamp),
-                    missCounted: true
-                ) { key in
+                return try await throughMemory(key) { key in
                     let since = self.beginLoad()
                     defer { self.endLoad() }
                     if let found = await self.readStore(key, since: since) { return found }
                     let value = try await loader(key)
                     await self.storeLoaded(value, forKey: key, lifetime: lifetime, since: since)
                     return (value, lifetime)
-                }.value
-                dropIfStale(key, stamp: stamp)
-                return value
+                }
             } catch is _StoreMiss {
                 continue
             }
         }
         return try await loader(key)
+    }
+
+    /// Reads `key` through the memory cache's single flight, whose load is `load`: memory keeps
+    /// what it loads unless the coherence stamp changes meanwhile (then the copy is removed).
+    func throughMemory(
+        _ key: Key,
+        load: @escaping @Sendable (Key) async throws -> (Value, expiresAfter: Duration?)
+    ) async throws -> Value {
+        let stamp = coherenceStamp()
+        let value = try await memory._value(
+            forKey: key,
+            cost: memoryCost,
+            admit: admission(stamp),
+            missCounted: true,
+            loader: load
+        ).value
+        dropIfStale(key, stamp: stamp)
+        return value
     }
 
     /// What memory may keep of a read that took `stamp`: `nil` (everything) without coherence.
