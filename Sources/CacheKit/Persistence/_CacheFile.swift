@@ -121,12 +121,21 @@ enum _CacheFile {
         }
         DurabilitySteps.note(.rename, beside: path)
         // The data was flushed before the rename; a failing close loses nothing that was written.
-        close(temporary.descriptor)
+        release(temporary)
     }
 
-    /// Removes `temporary`, then closes it: no cleaner ever finds it named and unlocked.
+    /// Removes `temporary`, then unlocks and closes it: no cleaner ever finds it named and
+    /// unlocked.
     static func discard(_ temporary: Temporary) {
         unlink(temporary.path)
+        release(temporary)
+    }
+
+    /// Unlocks, then closes. Unlocked explicitly, not only by closing: a child process that
+    /// another thread is starting shares the descriptor until it executes its program, and would
+    /// hold the lock meanwhile.
+    private static func release(_ temporary: Temporary) {
+        flock(temporary.descriptor, LOCK_UN)
         close(temporary.descriptor)
     }
 
@@ -271,6 +280,7 @@ enum _CacheFile {
             case .unlocked(let descriptor):
                 // Removed while holding the lock, then unlocked.
                 unlink(file)
+                flock(descriptor, LOCK_UN)
                 close(descriptor)
             case .unknown:
                 if writerIsGone() { unlink(file) }
