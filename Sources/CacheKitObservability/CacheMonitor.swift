@@ -67,45 +67,20 @@ public struct CacheMonitor: Sendable {
     /// `observer`. Install it as `cache.activityObserver`, or use `cache.enableMonitoring(_:forwardingTo:)`,
     /// which also sets the size meters at once.
     ///
-    /// `Key: SendableMetatype` holds for every key type whose conformances are not isolated to
-    /// an actor: the observer runs on whichever thread used the cache.
-    ///
     /// - Parameters:
     ///   - cache: The cache whose size the meters show. Held weakly.
     ///   - observer: Called last with each activity, so that the cache can keep an observer of
     ///     your own. `nil` (the default) calls nothing more.
-    public func observer<Key, Value>(
-        for cache: Cache<Key, Value>,
-        forwardingTo observer: (@Sendable (CacheActivity<Key>) -> Void)? = nil
-    ) -> @Sendable (CacheActivity<Key>) -> Void where Key: SendableMetatype {
-        let reference = _WeakCacheReference(cache)
-        return { [self] activity in
-            report(activity, sizeOf: reference.object)
-            observer?(activity)
-        }
-    }
-
-    /// An activity observer for `cache` that logs, counts, updates the size meters and then calls
-    /// `observer`. Install it as `cache.activityObserver`, or use `cache.enableMonitoring(_:forwardingTo:)`,
-    /// which also sets the size meters at once.
-    ///
-    /// - Parameters:
-    ///   - cache: The cache whose size the meters show. Held weakly.
-    ///   - observer: Called last with each activity, so that the cache can keep an observer of
-    ///     your own. `nil` (the default) calls nothing more.
-    public func observer<Key, Value>(
-        for cache: SerialCache<Key, Value>,
-        forwardingTo observer: ((CacheActivity<Key>) -> Void)? = nil
-    ) -> (CacheActivity<Key>) -> Void {
-        { [self, weak cache] activity in
-            report(activity, sizeOf: cache)
-            observer?(activity)
-        }
+    public func observer<Monitored: MonitorableCache>(
+        for cache: Monitored,
+        forwardingTo observer: Monitored.ActivityObserver? = nil
+    ) -> Monitored.ActivityObserver {
+        cache.observer(reportingTo: self, forwardingTo: observer)
     }
 
     /// Logs and counts `activity`, and updates the size meters from `cache` (if it is still
     /// there) when the activity may have changed its size.
-    func report<Host: _StateHost>(_ activity: CacheActivity<Host.Key>, sizeOf cache: Host?) {
+    func report<Key>(_ activity: CacheActivity<Key>, sizeOf cache: (any _CacheSize)?) {
         logging?.log(activity)
         guard let metrics else { return }
         metrics.record(activity)

@@ -41,6 +41,24 @@ struct CacheMonitorTests {
         #expect(count.load(ordering: .relaxed) == 1)
     }
 
+    @Test("a cache whose key is Hashable only on the main actor is monitored, Cache and SerialCache alike")
+    @MainActor
+    func keysWithMainActorConformances() throws {
+        let logs = LogStore()
+        let metrics = TestMetrics()
+        let cache = Cache<MainActorKey, Int>()
+        cache.enableMonitoring(label: "shared", logger: logs.logger(), metricsFactory: metrics)
+        cache[MainActorKey(raw: 1)] = 1
+        let serial = SerialCache<MainActorKey, Int>()
+        serial.enableMonitoring(label: "serial", logger: logs.logger(), metricsFactory: metrics)
+        _ = serial[MainActorKey(raw: 2)]
+        #expect(
+            logs.summaries == ["trace cache write cache=shared cost=0 key=#1", "trace cache miss cache=serial key=#2"]
+        )
+        #expect(try CacheMetricsReader(metrics: metrics, label: "shared").entries == 1)
+        #expect(try CacheMetricsReader(metrics: metrics, label: "serial").misses == 1)
+    }
+
     @Test func disableMonitoringStopsLogging() {
         let logs = LogStore()
         let cache = Cache<String, Int>()
@@ -123,3 +141,11 @@ struct CacheMonitorTests {
         #expect(heard == ["a", "a"])
     }
 }
+
+/// A key whose `Hashable` conformance is isolated to the main actor.
+struct MainActorKey: CustomStringConvertible {
+    var raw: Int
+    var description: String { "#\(raw)" }
+}
+
+extension MainActorKey: @MainActor Hashable {}

@@ -52,12 +52,7 @@ public final class SerialCache<Key: Hashable, Value> {
         clock: some Clock<Duration> = ContinuousClock(),
         insertionPolicy: ((_ key: Key, _ value: Value, _ cost: Int) -> Bool)? = nil
     ) {
-        state = _CacheState.allocate(
-            countLimit: countLimit,
-            totalCostLimit: totalCostLimit,
-            policy: policy,
-            expiration: expiration
-        )
+        state = _CacheState.allocate(countLimit, totalCostLimit, policy, expiration)
         _timekeeper = _Timekeeper(clock, active: expiration.isActive)
         _insertionPolicy = insertionPolicy
     }

@@ -33,12 +33,12 @@ public struct _CacheState<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var name = ""
 
     /// A new state on the heap, where a cache keeps it for its lifetime (deallocated by the
-    /// cache's `deinit`).
+    /// cache's `deinit`). The arguments are a cache initializer's, in its order.
     static func allocate(
-        countLimit: Int,
-        totalCostLimit: Int,
-        policy: EvictionPolicy,
-        expiration: Expiration
+        _ countLimit: Int,
+        _ totalCostLimit: Int,
+        _ policy: EvictionPolicy,
+        _ expiration: Expiration
     ) -> UnsafeMutablePointer<Self> {
         let state = UnsafeMutablePointer<Self>.allocate(capacity: 1)
         state.initialize(
