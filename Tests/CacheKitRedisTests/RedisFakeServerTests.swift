@@ -89,15 +89,13 @@ struct RedisFakeServerTests {
             let client = RedisClient(
                 configuration: RedisConfiguration(port: port, commandTimeout: .seconds(60), protocolVersion: .resp2)
             )
-            let started = ContinuousClock.now
             do {
                 _ = try await client.send("GET", ["key"])
                 Issue.record("a half reply cannot succeed")
             } catch {
+                // Failed by the close: the command's timeout would give `.timeout`.
                 #expect(isConnectionClosed(error), "\(error)")
             }
-            // Failed by the close, long before the command timeout (generous: CI runs suites in parallel).
-            #expect(ContinuousClock.now - started < .seconds(30))
             await client.close()
         }
     }

@@ -22,7 +22,6 @@ struct SQLiteStoreCrashTests {
         let path = directory.file().path
         var generator = SystemRandomNumberGenerator()
         var sawEntries = false
-        let start = ContinuousClock.now
         for run in 0..<60 {
             let process = Process()
             process.executableURL = helper
@@ -75,6 +74,5 @@ struct SQLiteStoreCrashTests {
             try await store.close()
         }
         #expect(sawEntries)
-        #expect(ContinuousClock.now - start < .seconds(60))
     }
 }

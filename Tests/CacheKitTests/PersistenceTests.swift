@@ -1048,7 +1048,6 @@ struct PersistenceTests {
         var previous = -1
         var advanced = 0
         var interruptedWrites = 0
-        let start = ContinuousClock.now
         for run in 0..<100 {
             let process = Process()
             process.executableURL = helper
@@ -1090,7 +1089,6 @@ struct PersistenceTests {
         #expect(advanced > 0)
         // Some kills landed while a temporary file was being written (typically about half).
         #expect(interruptedWrites > 0)
-        #expect(ContinuousClock.now - start < .seconds(60))
     }
 }
 
