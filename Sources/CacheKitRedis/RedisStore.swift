@@ -240,26 +240,52 @@ public final class RedisStore: InvalidatingCacheStore {
         try await announce(.everything)
     }
 
-    /// Counts the keys under the prefix and the bytes of their values (`SCAN` and `STRLEN`).
+    /// Counts the keys under the prefix and the bytes of their values (`SCAN` and `STRLEN`). The
+    /// `STRLEN`s of each page of keys are sent together, so they share round trips.
     ///
     /// - Complexity: O(n) in the keys of the database: Redis keeps no count per prefix.
     public func usage() async throws(CacheStoreError) -> CacheStoreUsage {
         try checkOpen()
         var usage = CacheStoreUsage(count: 0, bytes: 0)
         try await forEachBatchOfKeys { keys throws(CacheStoreError) in
-            for key in keys {
-                let length: RESPValue
-                do throws(RedisError) {
-                    length = try await client.send("STRLEN", [RedisArgument(key)])
-                } catch {
-                    throw storeError(error)
-                }
-                guard case .integer(let bytes) = length, bytes > 0 else { continue }
+            for length in try await lengths(of: keys) where length > 0 {
                 usage.count += 1
-                usage.bytes += max(0, Int(bytes) - _RedisEntryFormat.headerBytes)
+                usage.bytes += max(0, length - _RedisEntryFormat.headerBytes)
             }
         }
         return usage
+    }
+
+    /// The `STRLEN` of each of `keys` (0 for a key that is gone), sent concurrently: the client
+    /// pipelines them on its connections.
+    private func lengths(of keys: [String]) async throws(CacheStoreError) -> [Int] {
+        let client = client
+        let result = await withTaskGroup(of: Result<Int, RedisError>.self) { group in
+            for key in keys {
+                group.addTask {
+                    do throws(RedisError) {
+                        let reply = try await client.send("STRLEN", [RedisArgument(key)])
+                        guard case .integer(let length) = reply else { return .success(0) }
+                        return .success(Int(length))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            var lengths: [Int] = []
+            lengths.reserveCapacity(keys.count)
+            for await length in group {
+                switch length {
+                case .success(let length): lengths.append(length)
+                case .failure(let error): return Result<[Int], RedisError>.failure(error)
+                }
+            }
+            return .success(lengths)
+        }
+        switch result {
+        case .success(let lengths): return lengths
+        case .failure(let error): throw storeError(error)
+        }
     }
 
     /// Closes the store's connections. Later calls throw ``CacheKit/CacheStoreError/closed(path:)``.

@@ -39,6 +39,24 @@ struct RedisStoreTests {
         try await store.close()
     }
 
+    @Test("usage counts every entry and byte over several pages of keys, and none outside the prefix")
+    func usageOverManyPages() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        let store = RedisStore(configuration: server.configuration(), keyPrefix: "app:", invalidation: .none)
+        let client = RedisClient(configuration: server.configuration())
+        defer { Task { await client.close() } }
+        try await client.set("other", to: Array("outside the prefix".utf8))
+        var bytes = 0
+        for index in 0..<2_500 {
+            let value = Data(repeating: UInt8(index % 251), count: index % 7)
+            bytes += value.count
+            try await store.setEntry(value, forKey: "k\(index)", expiresAt: nil)
+        }
+        #expect(try await store.usage() == CacheStoreUsage(count: 2_500, bytes: bytes))
+        try await store.close()
+    }
+
     @Test func aPrefixWithGlobCharactersRemovesOnlyItsOwnKeys() async throws {
         let server = try await RedisServer.start()
         defer { server.stop() }
