@@ -50,6 +50,11 @@ import Synchronization
 ///   in between costs one row, and the order of the last reads before the write survives a
 ///   restart exactly. A crash loses only the records not yet written, so eviction order, never
 ///   entries.
+/// - **A full disk.** A write that finds the disk full throws
+///   ``CacheKit/CacheStoreError/database(path:code:message:)`` with `SQLITE_FULL` and changes
+///   nothing: the entries stored before read back and the database reopens whole. A removal needs
+///   room too, as the log records a delete like any change, so it may fail the same way until
+///   space is freed; then the store goes on.
 /// - **Expiry.** An entry whose deadline has passed on the store's ``CacheKit/WallClock`` is
 ///   never returned: a read that finds one deletes it, and every write first deletes all
 ///   expired entries (an index lookup when there are none).
