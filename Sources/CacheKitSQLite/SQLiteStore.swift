@@ -45,11 +45,10 @@ import Synchronization
 ///   entries the index evicts in the same transaction, so limits hold when the write returns;
 ///   when a transaction fails, the index is rebuilt from the database.
 /// - **Batched access order.** A read changes nothing on disk: it records its access in memory,
-///   one record per key holding its last read. The records are written to `cachekit_reads` in
-///   one transaction every 8,192 reads, with every write, and at close, so a key read many times
-///   in between costs one row, and the order of the last reads before the write survives a
-///   restart exactly. A crash loses only the records not yet written, so eviction order, never
-///   entries.
+///   one record per key, holding its last read. The records are written to `cachekit_reads` in
+///   one transaction every 8,192 reads, with every write, and at close: a key read many times in
+///   between costs one row, and a reopened store resumes the order of every read written. A
+///   crash loses only the records not yet written, so eviction order, never entries.
 /// - **A full disk.** A write that finds the disk full throws
 ///   ``CacheKit/CacheStoreError/database(path:code:message:)`` with `SQLITE_FULL` and changes
 ///   nothing: the entries stored before read back and the database reopens whole. A removal needs
@@ -65,9 +64,9 @@ import Synchronization
 ///
 /// ## Performance
 /// A hit runs one indexed query; a miss runs none (the index answers). Every 8,192 reads, one
-/// transaction upserts a row per key read since the last, 64 rows to a statement. A write runs
-/// one transaction: an upsert plus one delete per evicted entry. The index keeps one slot and
-/// the key's string in memory per entry.
+/// transaction upserts a row per key read since the previous one, 64 rows to a statement. A
+/// write runs one transaction: an upsert plus one delete per evicted entry. The index keeps one
+/// slot and the key's string in memory per entry.
 public final class SQLiteStore: CacheStore {
     /// The database file.
     public let path: URL
