@@ -22,8 +22,10 @@ package struct _SQLiteStoreState {
     package static let schemaVersion = 1
     /// `PRAGMA application_id` of a CacheKit store ("CKSQ"), telling it from other databases.
     package static let applicationID: Int64 = 0x434B_5351
-    /// Reads recorded in memory before their access order is written in one transaction.
-    package static let accessFlushInterval = 1_024
+    /// Reads recorded in memory before their access order is written in one transaction. A batch
+    /// writes one row per key read, so the more reads it spans, the fewer rows per read for keys
+    /// read repeatedly; a crash loses the order of at most this many reads.
+    package static let accessFlushInterval = 8_192
 
     /// The database file.
     let path: String
@@ -102,18 +104,39 @@ package struct _SQLiteStoreState {
         return nextAccess
     }
 
-    /// Writes the pending access records (inside a transaction the caller holds).
+    /// Writes the pending access records (inside a transaction the caller holds): up to 64 rows
+    /// to an upsert, so that rows share a statement's own cost of stepping and resetting.
     func writePendingAccess() throws(CacheStoreError) {
         guard let connection, !pendingAccess.isEmpty else { return }
-        for (key, access) in pendingAccess {
-            try connection.run(
-                """
-                INSERT INTO cachekit_reads (key, access) VALUES (?, ?)
-                ON CONFLICT (key) DO UPDATE SET access = excluded.access
-                """,
-                [.text(key), .integer(access)]
-            )
+        var records = pendingAccess.makeIterator()
+        var remaining = pendingAccess.count
+        var bindings: [_SQLiteValue] = []
+        bindings.reserveCapacity(2 * Self.accessRowsPerStatement.max()!)
+        while remaining > 0 {
+            let size = Self.accessRowsPerStatement.firstIndex { $0 <= remaining }!
+            let rows = Self.accessRowsPerStatement[size]
+            bindings.removeAll(keepingCapacity: true)
+            for _ in 0..<rows {
+                let (key, access) = records.next()!  // `remaining` records are left
+                bindings.append(.text(key))
+                bindings.append(.integer(access))
+            }
+            try connection.run(connection.statement(Self.accessUpserts[size]), bindings)
+            remaining -= rows
         }
+    }
+
+    /// The row counts of the statements that write access records, largest first; the last is 1.
+    static let accessRowsPerStatement = [64, 16, 4, 1]
+
+    /// The upserts of `accessRowsPerStatement` rows, in the same order; each row binds a key and
+    /// its access.
+    static let accessUpserts = accessRowsPerStatement.map { rows in
+        let values = repeatElement("(?, ?)", count: rows).joined(separator: ", ")
+        return """
+            INSERT INTO cachekit_reads (key, access) VALUES \(values)
+            ON CONFLICT (key) DO UPDATE SET access = excluded.access
+            """
     }
 
     /// Writes the pending access records in a transaction of their own. A failure loses only
@@ -173,7 +196,7 @@ package struct _SQLiteStoreState {
         try connection.execute("DELETE FROM cachekit_reads WHERE key NOT IN (SELECT key FROM cachekit_entries)")
         // An entry's last use is its write (`cachekit_entries.access`) or its last read written
         // since (`cachekit_reads`), whichever is later.
-        let query = """
+        let query: _SQL = """
             SELECT e.key, length(e.value), max(e.access, coalesce(r.access, 0)) AS used
             FROM cachekit_entries AS e LEFT JOIN cachekit_reads AS r ON r.key = e.key
             ORDER BY used, e.key

@@ -44,10 +44,16 @@ import Synchronization
 ///   policies start from recency alone, as their counts are not stored. A write deletes the
 ///   entries the index evicts in the same transaction, so limits hold when the write returns;
 ///   when a transaction fails, the index is rebuilt from the database.
-/// - **Batched access order.** A read changes nothing on disk: it records its access in memory.
-///   The records are written to `cachekit_reads` in one transaction every 1,024 reads, with
-///   every write, and at close. A crash loses only those records, so eviction order, never
-///   entries.
+/// - **Batched access order.** A read changes nothing on disk: it records its access in memory,
+///   one record per key, holding its last read. The records are written to `cachekit_reads` in
+///   one transaction every 8,192 reads, with every write, and at close: a key read many times in
+///   between costs one row, and a reopened store resumes the order of every read written. A
+///   crash loses only the records not yet written, so eviction order, never entries.
+/// - **A full disk.** A write that finds the disk full throws
+///   ``CacheKit/CacheStoreError/database(path:code:message:)`` with `SQLITE_FULL` and changes
+///   nothing: the entries stored before read back and the database reopens whole. A removal needs
+///   room too, as the log records a delete like any change, so it may fail the same way until
+///   space is freed; then the store goes on.
 /// - **Expiry.** An entry whose deadline has passed on the store's ``CacheKit/WallClock`` is
 ///   never returned: a read that finds one deletes it, and every write first deletes all
 ///   expired entries (an index lookup when there are none).
@@ -57,9 +63,10 @@ import Synchronization
 ///   lock is released, on the thread of the operation that found the problem.
 ///
 /// ## Performance
-/// A hit runs one indexed query; a miss runs none (the index answers). A write runs one
-/// transaction: an upsert plus one delete per evicted entry. The index keeps one slot and the
-/// key's string in memory per entry.
+/// A hit runs one indexed query; a miss runs none (the index answers). Every 8,192 reads, one
+/// transaction upserts a row per key read since the previous one, 64 rows to a statement. A
+/// write runs one transaction: an upsert plus one delete per evicted entry. The index keeps one
+/// slot and the key's string in memory per entry.
 public final class SQLiteStore: CacheStore {
     /// The database file.
     public let path: URL
@@ -132,7 +139,7 @@ public final class SQLiteStore: CacheStore {
     /// to a queue of the store's own costs more than an indexed query.)
     private func perform<R: Sendable>(
         _ body: @Sendable (inout _SQLiteStoreState) throws(CacheStoreError) -> R
-    ) async throws(CacheStoreError) -> R {
+    ) throws(CacheStoreError) -> R {
         let (result, problems) = state.withAnnotatedLock(for: self) { state in
             let result = Result { () throws(CacheStoreError) in try body(&state) }
             return (result, state.takeProblems())
@@ -148,7 +155,7 @@ public final class SQLiteStore: CacheStore {
     ///
     /// - Complexity: O(1) in memory plus one indexed query on a hit; none on a miss.
     public func entry(forKey key: String) async throws(CacheStoreError) -> StoredEntry? {
-        try await perform { state throws(CacheStoreError) in try state.entry(forKey: key) }
+        try perform { state throws(CacheStoreError) in try state.entry(forKey: key) }
     }
 
     /// Stores `value` for `key`, replacing any entry, to be dropped at `expiresAt` (`nil` for
@@ -159,7 +166,7 @@ public final class SQLiteStore: CacheStore {
     /// - Complexity: One transaction: O(log *n*) for the row plus O(log *n*) per entry expired
     ///   or evicted.
     public func setEntry(_ value: Data, forKey key: String, expiresAt: Date?) async throws(CacheStoreError) {
-        try await perform { state throws(CacheStoreError) in
+        try perform { state throws(CacheStoreError) in
             try state.setEntry(value, forKey: key, expiresAt: expiresAt)
         }
     }
@@ -170,12 +177,12 @@ public final class SQLiteStore: CacheStore {
     /// - Complexity: One statement, O(log *n*).
     @discardableResult
     public func removeEntry(forKey key: String) async throws(CacheStoreError) -> Bool {
-        try await perform { state throws(CacheStoreError) in try state.removeEntry(forKey: key) }
+        try perform { state throws(CacheStoreError) in try state.removeEntry(forKey: key) }
     }
 
     /// Removes every entry. The database file keeps its size for reuse.
     public func removeAll() async throws(CacheStoreError) {
-        try await perform { state throws(CacheStoreError) in try state.removeAll() }
+        try perform { state throws(CacheStoreError) in try state.removeAll() }
     }
 
     /// How many entries the store holds and how many bytes of values, as its limits count
@@ -183,7 +190,7 @@ public final class SQLiteStore: CacheStore {
     ///
     /// - Complexity: O(1), from memory.
     public func usage() async throws(CacheStoreError) -> CacheStoreUsage {
-        try await perform { state throws(CacheStoreError) in try state.usage() }
+        try perform { state throws(CacheStoreError) in try state.usage() }
     }
 
     /// Writes the pending access records, closes the database and releases its lock. Later
@@ -191,6 +198,6 @@ public final class SQLiteStore: CacheStore {
     /// database and lock are released even when the final write fails (then it throws). A
     /// store released without `close()` closes itself, on the thread that releases it.
     public func close() async throws(CacheStoreError) {
-        try await perform { state throws(CacheStoreError) in try state.close() }
+        try perform { state throws(CacheStoreError) in try state.close() }
     }
 }

@@ -1,6 +1,10 @@
 // A thin layer over the SQLite C API: one connection, its prepared statements kept for reuse, and
 // SQLite's result codes turned into CacheStoreError. Not thread-safe: SQLiteStore uses it under
 // its lock only.
+//
+// SQL written in the source is a `_SQL`: its statement is found by the address of the literal, a
+// one-word hash, where hashing the text would cost more than a small query's own work. SQL built
+// at run time is prepared once as a `_SQLiteStatement` and run through that.
 
 import CSQLite
 import CacheKit
@@ -14,8 +18,11 @@ package final class _SQLiteConnection {
     /// The database file, as errors name it.
     package let path: String
     private var handle: OpaquePointer?
-    /// Prepared statements by their SQL text, reset after each use and finalized at close.
-    private var statements: [String: OpaquePointer] = [:]
+    /// Prepared statements of SQL literals, by the literal's address; reset after each use and
+    /// finalized at close.
+    private var literalStatements: [UnsafeRawPointer: OpaquePointer] = [:]
+    /// Prepared statements of SQL built at run time, by their text; finalized at close.
+    private var textStatements: [String: OpaquePointer] = [:]
 
     /// Opens (or creates) the database at `path` for reading and writing.
     package init(path: String) throws(CacheStoreError) {
@@ -45,8 +52,10 @@ package final class _SQLiteConnection {
 
     /// Finalizes every statement and closes the connection; harmless when already closed.
     package func close() {
-        for statement in statements.values { sqlite3_finalize(statement) }
-        statements.removeAll()
+        for statement in literalStatements.values { sqlite3_finalize(statement) }
+        for statement in textStatements.values { sqlite3_finalize(statement) }
+        literalStatements.removeAll()
+        textStatements.removeAll()
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
     }
@@ -64,11 +73,28 @@ package final class _SQLiteConnection {
     /// Runs `sql` with `bindings`, handing each result row to `row`, reusing its prepared
     /// statement.
     package func run(
-        _ sql: String,
+        _ sql: _SQL,
         _ bindings: [_SQLiteValue] = [],
         row: (_SQLiteRow) throws(CacheStoreError) -> Void = { _ in }
     ) throws(CacheStoreError) {
-        let statement = try prepared(sql)
+        try run(prepared(sql), bindings, row: row)
+    }
+
+    /// Runs `statement` with `bindings`, handing each result row to `row`.
+    package func run(
+        _ statement: _SQLiteStatement,
+        _ bindings: [_SQLiteValue] = [],
+        row: (_SQLiteRow) throws(CacheStoreError) -> Void = { _ in }
+    ) throws(CacheStoreError) {
+        guard handle != nil else { throw .closed(path: path) }
+        try run(statement.handle, bindings, row: row)
+    }
+
+    private func run(
+        _ statement: OpaquePointer,
+        _ bindings: [_SQLiteValue],
+        row: (_SQLiteRow) throws(CacheStoreError) -> Void
+    ) throws(CacheStoreError) {
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
@@ -89,11 +115,20 @@ package final class _SQLiteConnection {
     package func integer(_ sql: String, _ bindings: [_SQLiteValue] = []) throws(CacheStoreError) -> Int64 {
         var result: Int64 = 0
         var seen = false
-        try run(sql, bindings) { row in
+        try run(statement(sql), bindings) { row in
             if !seen { result = row.integer(0) }
             seen = true
         }
         return result
+    }
+
+    /// The prepared statement of `sql`, SQL built at run time: prepared at its first use, kept
+    /// until the connection closes.
+    package func statement(_ sql: String) throws(CacheStoreError) -> _SQLiteStatement {
+        if let statement = textStatements[sql] { return _SQLiteStatement(handle: statement) }
+        let statement = try prepare(sql)
+        textStatements[sql] = statement
+        return _SQLiteStatement(handle: statement)
     }
 
     /// Begins a write transaction, taking the write lock at once.
@@ -109,13 +144,18 @@ package final class _SQLiteConnection {
         _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
     }
 
-    private func prepared(_ sql: String) throws(CacheStoreError) -> OpaquePointer {
-        if let statement = statements[sql] { return statement }
+    private func prepared(_ sql: _SQL) throws(CacheStoreError) -> OpaquePointer {
+        if let statement = literalStatements[sql.address] { return statement }
+        let statement = try prepare(sql.text)
+        literalStatements[sql.address] = statement
+        return statement
+    }
+
+    private func prepare(_ sql: String) throws(CacheStoreError) -> OpaquePointer {
         guard let handle else { throw .closed(path: path) }
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard code == SQLITE_OK, let statement else { throw failure(code) }
-        statements[sql] = statement
         return statement
     }
 
@@ -134,6 +174,26 @@ package final class _SQLiteConnection {
             .database(path: path, code: code, message: message)
         }
     }
+}
+
+/// SQL written as a literal in the source. The connection keeps its prepared statement by the
+/// literal's address, which never changes while the program runs.
+package struct _SQL: ExpressibleByStringLiteral {
+    fileprivate let literal: StaticString
+
+    package init(stringLiteral literal: StaticString) {
+        precondition(literal.hasPointerRepresentation, "_SQL: SQL must be a string literal")
+        self.literal = literal
+    }
+
+    fileprivate var address: UnsafeRawPointer { UnsafeRawPointer(literal.utf8Start) }
+    fileprivate var text: String { literal.description }
+}
+
+/// A statement prepared on a connection from SQL built at run time; valid until the connection
+/// closes.
+package struct _SQLiteStatement {
+    fileprivate let handle: OpaquePointer
 }
 
 /// A value bound to a statement parameter.
@@ -169,8 +229,8 @@ package enum _SQLiteValue {
     }
 }
 
-/// The current row of a statement, valid only inside the `row` closure of
-/// ``_SQLiteConnection/run(_:_:row:)``.
+/// The current row of a statement, valid only inside the `row` closure of a
+/// ``_SQLiteConnection`` `run` call.
 package struct _SQLiteRow {
     fileprivate let statement: OpaquePointer
 

@@ -210,6 +210,31 @@ struct SQLiteStoreTests {
         try await store.close()
     }
 
+    @Test("a reopened store evicts in the order of the last reads before close, repeated reads included")
+    func readOrderAcrossReopen() async throws {
+        // More keys than one statement writes, so the records go out in several statements.
+        let count = 150
+        let keys = (0..<count).map { "k\($0)" }
+        let store = try await open(countLimit: count)
+        for key in keys { try await store.setEntry(bytes(1), forKey: key, expiresAt: nil) }
+        var random = SplitMix(seed: 11)
+        var order = keys  // least recently used first
+        for key in keys.shuffled(using: &random) + keys.prefix(40).shuffled(using: &random) + ["k7", "k3", "k7"] {
+            #expect(try await store.entry(forKey: key) != nil)
+            order.removeAll { $0 == key }
+            order.append(key)
+        }
+        try await store.close()
+
+        // Each new entry evicts one: the least recently used, in the order of the reads.
+        let reopened = try await open(countLimit: count)
+        for (index, key) in order.enumerated() {
+            try await reopened.setEntry(bytes(1), forKey: "new\(index)", expiresAt: nil)
+            #expect(try await reopened.entry(forKey: key) == nil, "eviction \(index): \(key)")
+        }
+        try await reopened.close()
+    }
+
     @Test("an entry whose row is damaged is a miss, dropped and reported")
     func damagedEntry() async throws {
         let problems = ProblemLog()

@@ -35,7 +35,9 @@ package enum _ThreadSanitizer {
 
 extension Mutex where Value: ~Copyable {
     /// `withLock`, with the lock's happens-before edges told to ThreadSanitizer under `owner`'s
-    /// address (the object that holds this mutex).
+    /// address (the object that holds this mutex). Inlinable, so that a caller in another module
+    /// gets a copy specialized to its types rather than building their metadata on every call.
+    @inlinable
     package borrowing func withAnnotatedLock<Result, E: Error>(
         for owner: AnyObject,
         _ body: (inout sending Value) throws(E) -> sending Result
