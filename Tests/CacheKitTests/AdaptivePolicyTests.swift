@@ -652,8 +652,10 @@ extension AdaptivePolicyTests {
         reconfigured.countLimit = 0
         reconfigured.totalCostLimit = 200
         let (freshHits, reconfiguredHits) = (countHits(fresh), countHits(reconfigured))
+        // The hash seed differs in each process, and with it the two caches' hits: 0.97-1.00 of
+        // the fresh cache's in ordinary runs, about 0.70 when the old limit's sizing is kept.
         #expect(
-            Double(reconfiguredHits) >= 0.95 * Double(freshHits),
+            Double(reconfiguredHits) >= 0.90 * Double(freshHits),
             "fresh \(freshHits), reconfigured \(reconfiguredHits)"
         )
         reconfigured._checkInvariants()
