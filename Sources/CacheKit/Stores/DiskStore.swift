@@ -140,7 +140,9 @@ public final class DiskStore: CacheStore {
             _DiskIO.closeDescriptor(lock)
             throw error
         }
-        let live = Set(opened.index.entries.map(\.value.id))
+        let sweep = !replay.closedCleanly
+        // Listing the entries costs as much as the rest of opening: only a sweep needs them.
+        let live = sweep ? Set(opened.index.entries.map(\.value.id)) : []
         let nextId = opened.nextId
         self.directory = directory
         self.countLimit = countLimit
@@ -151,7 +153,6 @@ public final class DiskStore: CacheStore {
         self.faults = faults
         self.state = Mutex(opened)
         let removed = _DiskIO.names(in: paths.root).filter { $0.hasPrefix(_DiskPaths.removingPrefix) }
-        let sweep = !replay.closedCleanly
         withState { state in
             startInBackground(&state) { [paths, problemHandler] in
                 for name in removed { Self.removeTree(paths.root + "/" + name, problemHandler: problemHandler) }
@@ -173,6 +174,12 @@ public final class DiskStore: CacheStore {
             try state.checkOpen()
             return CacheStoreUsage(count: state.index.count, bytes: state.index.totalCost)
         }
+    }
+
+    /// The keys in the index's eviction order, the next victim first, for the package's tests;
+    /// not API.
+    package func _keysInEvictionOrder() -> [String] {
+        withState { $0.index.keys }
     }
 
     /// Waits for the background deletions, journals the pending reads and a clean close,
