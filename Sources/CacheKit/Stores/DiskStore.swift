@@ -69,7 +69,9 @@ import Musl
 /// ## Performance
 /// A read takes the lock twice for O(1) work and reads the file outside it; a write writes and
 /// flushes a file outside the lock, then appends one record under it. Opening reads the
-/// journal once: O(*n*) for *n* records.
+/// journal once: O(*n*) for *n* records. A journal of set records only (as compaction writes it,
+/// and as long as no remove or read has been appended since) lists the entries in eviction order
+/// and goes into the index as it is read, without tables of keys and ids or a sort.
 public final class DiskStore: CacheStore {
     /// The directory the store owns.
     public let directory: URL
