@@ -105,6 +105,7 @@ struct _DiskStoreState {
             return true
         }
         let unlinkedBefore = after.unlink.count
+        index._reserveCapacity(replay.live?.count ?? replay.sets.count)
         if let live = replay.live {
             _ = fill(live, direct: false)
         } else if !fill(replay.sets.indices, direct: true) {
