@@ -191,3 +191,44 @@ struct HashIndexTests {
         }
     }
 }
+
+@Suite("Reserving room")
+struct ReserveCapacityTests {
+    @Test(
+        "an empty cache given room ahead holds, evicts and orders entries as one that grew step by step",
+        arguments: EvictionPolicy.allCases
+    )
+    func reservedMatchesGrown(policy: EvictionPolicy) {
+        for (countLimit, reserved) in [(0, 5_000), (1_000, 5_000), (0, 10), (3_000, 3_000)] {
+            // W-TinyLFU without a count limit sizes its window and sketch by the slots there
+            // are: given room ahead, it is sized for the entries to come, and orders them so.
+            if policy == .wTinyLFU && countLimit == 0 && reserved > 10 { continue }
+            let grown = SerialCache<String, Int>(countLimit: countLimit, policy: policy)
+            let ahead = SerialCache<String, Int>(countLimit: countLimit, policy: policy)
+            ahead._reserveCapacity(reserved)
+            ahead._checkInvariants()
+            for i in 0..<5_000 {
+                grown["k\(i % 4_000)"] = i
+                ahead["k\(i % 4_000)"] = i
+                if i.isMultiple(of: 7) {
+                    _ = grown["k\(i / 2)"]
+                    _ = ahead["k\(i / 2)"]
+                }
+            }
+            ahead._checkInvariants()
+            #expect(ahead.keys == grown.keys, "\(policy), countLimit \(countLimit), reserved \(reserved)")
+            #expect(ahead.count == grown.count)
+        }
+    }
+
+    @Test("reserving in a cache that holds entries changes nothing")
+    func reservingWhenNotEmpty() {
+        let cache = SerialCache<Int, Int>(countLimit: 0)
+        for i in 0..<10 { cache[i] = i }
+        cache._reserveCapacity(100_000)
+        cache._checkInvariants()
+        for i in 10..<1_000 { cache[i] = i }
+        cache._checkInvariants()
+        #expect(cache.keys == Array(0..<1_000))
+    }
+}

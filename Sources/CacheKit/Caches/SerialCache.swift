@@ -89,6 +89,10 @@ public final class SerialCache<Key: Hashable, Value> {
     /// Checks the engine's internal consistency, trapping on the first disagreement (for the
     /// package's tests; not API).
     package func _checkInvariants() { state.pointee.core._checkInvariants() }
+
+    /// Makes room in an empty cache for `count` entries (at most `countLimit`) at once, for a
+    /// load of a known number of entries, such as a store's index when it opens; not API.
+    package func _reserveCapacity(_ count: Int) { state.pointee.core.reserve(count) }
 }
 
 extension SerialCache: _StateHost {

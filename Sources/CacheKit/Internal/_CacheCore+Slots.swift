@@ -95,6 +95,17 @@ extension _CacheCore {
         precondition(UInt64(newCapacity) <= UInt64(index.slotMask), "slot storage outgrew the index's slot bits")
     }
 
+    /// Makes room in an empty cache for `count` entries (no more than `countLimit`, when there is
+    /// one) at once, for a load of a known number of entries: the index and slot storage grow
+    /// now rather than doubling step by step, each step moving what the last one held. The index
+    /// grows first, so that its slot bits cover the slots that follow.
+    mutating func reserve(_ count: Int) {
+        guard self.count == 0, slotsUsed == 0 else { return }
+        let target = countLimit > 0 ? Swift.min(count, countLimit) : count
+        while index.maxLoad <= target { growIndex() }
+        while slotCapacity < target { growSlots() }
+    }
+
     /// The hash of the key in `slot`, as the index takes it (only its low 32 bits matter; the
     /// stored hash is widened without a trap where `Int` has 32 bits): stored, or computed
     /// again from the key (see `storesHashes`).

@@ -1,4 +1,5 @@
 import Foundation
+import _CacheKitShims
 
 #if canImport(Glibc)
 import Glibc
@@ -59,15 +60,43 @@ struct _DiskJournal {
     /// the index before anything else is appended.
     var needsRewrite = false
 
-    /// What replaying a journal found.
+    /// What replaying a journal found: its set records, and which of them are the live entries
+    /// in which order. Keys stay in the journal's bytes until the index takes them.
     struct Replay {
-        /// The live entries, least recently used first.
-        var entries: [(key: String, info: _DiskEntryInfo)] = []
+        /// The journal's bytes, where the set records' keys lie.
+        var bytes: [UInt8] = []
+        /// The journal's set records, in its order.
+        var sets: [_DiskSetRecord] = []
+        /// The live entries, least recently used first, as positions in ``sets``; `nil` when
+        /// the journal holds no remove or touch record (as a compacted one does), so that the
+        /// live entries are ``sets`` in order once a repeated key's earlier records are left out.
+        var live: [Int]?
         var nextId: UInt64 = 1
         /// Why a torn last record was cut off, if one was.
         var tornTail: String?
         /// Whether the last record says the store was closed.
         var closedCleanly = true
+
+        /// The key of `record`, validated as UTF-8 when the journal was read.
+        func key(_ record: _DiskSetRecord) -> String {
+            bytes.withUnsafeBufferPointer { buffer in
+                String(
+                    decoding: UnsafeBufferPointer(
+                        rebasing: buffer[record.keyStart..<(record.keyStart + record.keyLength)]
+                    ),
+                    as: UTF8.self
+                )
+            }
+        }
+
+        /// The live entries of ``sets`` in order when only sets were journaled: each key's
+        /// last record, least recently written first.
+        func lastOfEachKey() -> [Int] {
+            var last: [String: Int] = [:]
+            last.reserveCapacity(sets.count)
+            for position in sets.indices { last[key(sets[position])] = position }
+            return sets.indices.filter { last[key(sets[$0])] == $0 }
+        }
     }
 
     // MARK: Records
@@ -269,7 +298,8 @@ struct _DiskJournal {
     }
 
     /// Replays a journal's `bytes`: the live entries, the length of the valid records and how
-    /// many there are.
+    /// many there are. Reads every record once, checking it; only a journal holding remove or
+    /// touch records has its live entries worked out here (``liveEntries(_:others:)``).
     static func replay(_ bytes: [UInt8], path: String) throws(CacheStoreError) -> (Replay, Int, Int) {
         guard bytes.count >= headerSize else {
             throw .corrupted(path: path, reason: "\(bytes.count) bytes, shorter than a journal's header")
@@ -289,69 +319,158 @@ struct _DiskJournal {
 
         var replay = Replay()
         replay.nextId = max(headerNextId, 1)
-        var live: [String: (info: _DiskEntryInfo, stamp: Int)] = [:]
-        var keys: [UInt64: String] = [:]
-        var stamp = 0
+        // A set record takes at least 40 bytes.
+        replay.sets.reserveCapacity(bytes.count / 40)
+        // The remove and touch records, each with how many set records came before it.
+        var others: [(record: _DiskRecord, setsBefore: Int)] = []
         var offset = headerSize
         var records = 0
-        while offset < bytes.count {
-            let remaining = bytes.count - offset
-            var reader = _DiskBytes.Reader(bytes, from: offset)
-            guard remaining >= 8, let length = reader.read(UInt32.self).map(Int.init),
-                let crc = reader.read(UInt32.self)
-            else {
-                replay.tornTail = "an incomplete record at offset \(offset) was cut off"
-                break
-            }
-            guard (1...maximumPayload).contains(length) else {
-                if bytes[offset...].allSatisfy({ $0 == 0 }) {
-                    replay.tornTail = "zeros from offset \(offset) were cut off"
+        // `withUnsafeBytes` rethrows untyped errors: the failure is returned instead.
+        let failure = bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> CacheStoreError? in
+            while offset < buffer.count {
+                let remaining = buffer.count - offset
+                guard remaining >= 8 else {
+                    replay.tornTail = "an incomplete record at offset \(offset) was cut off"
                     break
                 }
-                throw .corrupted(path: path, reason: "the record at offset \(offset) has an impossible length")
-            }
-            guard 8 + length <= remaining else {
-                replay.tornTail = "the record at offset \(offset) was cut short; it was cut off"
-                break
-            }
-            var check = _CRC32C()
-            check.update(bytes[(offset + 8)..<(offset + 8 + length)])
-            guard check.value == crc else {
-                if offset + 8 + length == bytes.count {
-                    replay.tornTail = "the last record, at offset \(offset), failed its checksum; it was cut off"
+                let length = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+                let crc = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+                guard (1...maximumPayload).contains(length) else {
+                    if buffer[offset...].allSatisfy({ $0 == 0 }) {
+                        replay.tornTail = "zeros from offset \(offset) were cut off"
+                        break
+                    }
+                    return .corrupted(path: path, reason: "the record at offset \(offset) has an impossible length")
+                }
+                guard 8 + length <= remaining else {
+                    replay.tornTail = "the record at offset \(offset) was cut short; it was cut off"
                     break
                 }
-                throw .corrupted(path: path, reason: "the record at offset \(offset) failed its checksum")
-            }
-            var payload = _DiskBytes.Reader(bytes, from: offset + 8, to: offset + 8 + length)
-            guard let record = decode(&payload) else {
-                throw .corrupted(path: path, reason: "the record at offset \(offset) is not understood")
-            }
-            replay.closedCleanly = false
-            switch record {
-            case .set(let key, let info):
-                if let old = live[key] { keys[old.info.id] = nil }
-                live[key] = (info, stamp)
-                keys[info.id] = key
-                stamp += 1
-                replay.nextId = max(replay.nextId, info.id &+ 1)
-            case .remove(let id):
-                if let key = keys.removeValue(forKey: id) { live[key] = nil }
-            case .touch(let ids):
-                for id in ids {
-                    guard let key = keys[id] else { continue }
-                    live[key]!.stamp = stamp
-                    stamp += 1
+                let payload = UnsafeRawBufferPointer(rebasing: buffer[(offset + 8)..<(offset + 8 + length)])
+                guard _cachekit_crc32c(0, payload.baseAddress, payload.count) == crc else {
+                    if offset + 8 + length == buffer.count {
+                        replay.tornTail = "the last record, at offset \(offset), failed its checksum; it was cut off"
+                        break
+                    }
+                    return .corrupted(path: path, reason: "the record at offset \(offset) failed its checksum")
                 }
-            case .closed:
-                replay.closedCleanly = true
-            case .reserve(let upTo):
-                replay.nextId = max(replay.nextId, upTo)
+                if payload[0] == 1 {
+                    guard let set = setRecord(payload, at: offset + 8) else {
+                        return .corrupted(path: path, reason: "the record at offset \(offset) is not understood")
+                    }
+                    replay.sets.append(set)
+                    replay.nextId = max(replay.nextId, set.info.id &+ 1)
+                    replay.closedCleanly = false
+                } else {
+                    var payloadReader = _DiskBytes.Reader(bytes, from: offset + 8, to: offset + 8 + length)
+                    guard let record = decode(&payloadReader) else {
+                        return .corrupted(path: path, reason: "the record at offset \(offset) is not understood")
+                    }
+                    replay.closedCleanly = false
+                    switch record {
+                    case .remove, .touch: others.append((record, replay.sets.count))
+                    case .closed: replay.closedCleanly = true
+                    case .reserve(let upTo): replay.nextId = max(replay.nextId, upTo)
+                    case .set: break
+                    }
+                }
+                offset += 8 + length
+                records += 1
             }
-            offset += 8 + length
-            records += 1
+            return nil
         }
-        replay.entries = live.sorted { $0.value.stamp < $1.value.stamp }.map { ($0.key, $0.value.info) }
+        if let failure { throw failure }
+        replay.bytes = bytes
+        if !others.isEmpty { replay.live = liveEntries(replay, others: others) }
         return (replay, offset, records)
     }
+
+    /// The set record whose payload is `payload`, which starts at `start` in the journal, or
+    /// `nil` if it is not a valid one.
+    private static func setRecord(_ payload: UnsafeRawBufferPointer, at start: Int) -> _DiskSetRecord? {
+        // Type (1), id (8), value length (8), has deadline (1), deadline (8), key length (2).
+        let fixed = 28
+        guard payload.count > fixed else { return nil }
+        let id = UInt64(littleEndian: payload.loadUnaligned(fromByteOffset: 1, as: UInt64.self))
+        let size = UInt64(littleEndian: payload.loadUnaligned(fromByteOffset: 9, as: UInt64.self))
+        let hasDeadline = payload[17]
+        let seconds = Double(
+            bitPattern: UInt64(littleEndian: payload.loadUnaligned(fromByteOffset: 18, as: UInt64.self))
+        )
+        let keyLength = Int(UInt16(littleEndian: payload.loadUnaligned(fromByteOffset: 26, as: UInt16.self)))
+        guard size <= maximumValueLength, hasDeadline <= 1, seconds.isFinite,
+            (1...DiskStore.maximumKeyBytes).contains(keyLength), payload.count == fixed + keyLength
+        else { return nil }
+        let key = UnsafeRawBufferPointer(rebasing: payload[fixed...])
+        guard isUTF8(key) else { return nil }
+        return _DiskSetRecord(
+            keyStart: start + fixed,
+            keyLength: keyLength,
+            info: _DiskEntryInfo(
+                id: id,
+                size: Int(size),
+                expiresAt: hasDeadline == 1 ? Date(timeIntervalSinceReferenceDate: seconds) : nil
+            )
+        )
+    }
+
+    /// Whether `bytes` are valid UTF-8: ASCII at once, anything else by the standard library.
+    private static func isUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return true }
+        return String(validating: bytes, as: UTF8.self) != nil
+    }
+
+    /// The live entries of a journal holding remove or touch records (`others`), least recently
+    /// used first, as positions in `replay.sets`: a set makes its key's entry live (its earlier
+    /// one dead), a remove kills the entry with its id, a touch makes its entry the most recent.
+    static func liveEntries(_ replay: Replay, others: [(record: _DiskRecord, setsBefore: Int)]) -> [Int] {
+        let sets = replay.sets
+        // The stamp of each set record's entry, larger for more recent use; -1 once dead.
+        var stamps = [Int](repeating: -1, count: sets.count)
+        var current: [String: Int] = [:]
+        var byId: [UInt64: Int] = [:]
+        current.reserveCapacity(sets.count)
+        byId.reserveCapacity(sets.count)
+        var stamp = 0
+        var next = 0
+        func applySets(upTo end: Int) {
+            while next < end {
+                if let old = current.updateValue(next, forKey: replay.key(sets[next])), stamps[old] >= 0 {
+                    stamps[old] = -1
+                    byId[sets[old].info.id] = nil
+                }
+                stamps[next] = stamp
+                byId[sets[next].info.id] = next
+                stamp += 1
+                next += 1
+            }
+        }
+        for (record, setsBefore) in others {
+            applySets(upTo: setsBefore)
+            switch record {
+            case .remove(let id):
+                if let position = byId.removeValue(forKey: id) { stamps[position] = -1 }
+            case .touch(let ids):
+                for id in ids {
+                    guard let position = byId[id] else { continue }
+                    stamps[position] = stamp
+                    stamp += 1
+                }
+            default:
+                break
+            }
+        }
+        applySets(upTo: sets.count)
+        // Stamps are distinct and below `stamp`: placing each live entry at its stamp orders them.
+        var byStamp = [Int](repeating: -1, count: stamp)
+        for (position, last) in stamps.enumerated() where last >= 0 { byStamp[last] = position }
+        return byStamp.filter { $0 >= 0 }
+    }
+}
+
+/// A set record of a replayed journal: where its key lies in the journal's bytes, and its entry.
+struct _DiskSetRecord {
+    var keyStart: Int
+    var keyLength: Int
+    var info: _DiskEntryInfo
 }

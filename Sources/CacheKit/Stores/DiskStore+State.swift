@@ -73,19 +73,47 @@ struct _DiskStoreState {
     /// Fills the index from a replayed journal, least recently used first, dropping what has
     /// expired and what no longer fits the limits; rewrites the journal if anything was dropped
     /// or it is more than twice as long as needed.
+    ///
+    /// A journal of set records only (a compacted one, and what was appended to it before any
+    /// remove or read was journaled) goes straight into the index in its order. Should a key
+    /// turn out to repeat, the index is emptied and filled again with each key's last record.
     mutating func load(_ replay: _DiskJournal.Replay, now: Date, into after: inout _DiskAftermath) {
         var dropped = false
-        for (key, info) in replay.entries {
-            if let deadline = info.expiresAt, deadline <= now {
-                after.unlink.append(info.id)
-                dropped = true
-                continue
+        // Fills the index with the records at `positions`; returns `false` at once, in a journal
+        // of set records only (`direct`), at a key already in the index.
+        func fill(_ positions: some Sequence<Int>, direct: Bool) -> Bool {
+            for position in positions {
+                let record = replay.sets[position]
+                let info = record.info
+                if let deadline = info.expiresAt, deadline <= now {
+                    // An expired record that replaces an entry ends that one too.
+                    if direct && index.peekValue(forKey: replay.key(record)) != nil { return false }
+                    after.unlink.append(info.id)
+                    dropped = true
+                    continue
+                }
+                let removedBefore = removals.removed.count
+                // Refused when larger than the byte limit (lowered since the entry was written).
+                if !index.setValue(info, forKey: replay.key(record), cost: info.size).isStored {
+                    after.unlink.append(info.id)
+                    dropped = true
+                }
+                if direct && removals.removed[removedBefore...].contains(where: { $0.reason == .replaced }) {
+                    return false
+                }
             }
-            // Refused when larger than the byte limit (lowered since the entry was written).
-            if !index.setValue(info, forKey: key, cost: info.size).isStored {
-                after.unlink.append(info.id)
-                dropped = true
-            }
+            return true
+        }
+        let unlinkedBefore = after.unlink.count
+        index._reserveCapacity(replay.live?.count ?? replay.sets.count)
+        if let live = replay.live {
+            _ = fill(live, direct: false)
+        } else if !fill(replay.sets.indices, direct: true) {
+            index.removeAll()
+            _ = removals.take()
+            after.unlink.removeSubrange(unlinkedBefore...)
+            dropped = false
+            _ = fill(replay.lastOfEachKey(), direct: false)
         }
         for removal in removals.take() {
             after.unlink.append(removal.value.id)

@@ -69,7 +69,9 @@ import Musl
 /// ## Performance
 /// A read takes the lock twice for O(1) work and reads the file outside it; a write writes and
 /// flushes a file outside the lock, then appends one record under it. Opening reads the
-/// journal once: O(*n*) for *n* records.
+/// journal once: O(*n*) for *n* records. A journal of set records only (as compaction writes it,
+/// and as long as no remove or read has been appended since) lists the entries in eviction order
+/// and goes into the index as it is read, without tables of keys and ids or a sort.
 public final class DiskStore: CacheStore {
     /// The directory the store owns.
     public let directory: URL
@@ -140,7 +142,9 @@ public final class DiskStore: CacheStore {
             _DiskIO.closeDescriptor(lock)
             throw error
         }
-        let live = Set(opened.index.entries.map(\.value.id))
+        let sweep = !replay.closedCleanly
+        // Listing the entries costs as much as the rest of opening: only a sweep needs them.
+        let live = sweep ? Set(opened.index.entries.map(\.value.id)) : []
         let nextId = opened.nextId
         self.directory = directory
         self.countLimit = countLimit
@@ -151,7 +155,6 @@ public final class DiskStore: CacheStore {
         self.faults = faults
         self.state = Mutex(opened)
         let removed = _DiskIO.names(in: paths.root).filter { $0.hasPrefix(_DiskPaths.removingPrefix) }
-        let sweep = !replay.closedCleanly
         withState { state in
             startInBackground(&state) { [paths, problemHandler] in
                 for name in removed { Self.removeTree(paths.root + "/" + name, problemHandler: problemHandler) }
@@ -173,6 +176,12 @@ public final class DiskStore: CacheStore {
             try state.checkOpen()
             return CacheStoreUsage(count: state.index.count, bytes: state.index.totalCost)
         }
+    }
+
+    /// The keys in the index's eviction order, the next victim first, for the package's tests;
+    /// not API.
+    package func _keysInEvictionOrder() -> [String] {
+        withState { $0.index.keys }
     }
 
     /// Waits for the background deletions, journals the pending reads and a clean close,
