@@ -42,7 +42,10 @@ import Musl
 ///   A value larger than `byteLimit` is refused with ``CacheStoreError/tooLarge(key:bytes:limit:)``
 ///   and the key's older entry is removed: the store never answers with a value older than
 ///   the last write for its key.
-///   Eviction runs inline, down to the limits and no further: no background trim.
+///   Eviction runs inline, down to the limits and no further: no background trim. Evicting
+///   from the index costs O(1) per entry and each evicted file costs one `unlink` whenever it
+///   happens, so trimming below the limits (to 90%, say) would batch nothing and only drop
+///   entries a later read could have hit.
 /// - **Deadlines** are dates on the store's ``WallClock``. An expired entry is never returned;
 ///   a read that finds one drops it, and opening drops all that have expired. Until then it
 ///   counts in ``usage()`` and is evicted like any other entry.
