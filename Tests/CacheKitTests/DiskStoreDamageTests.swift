@@ -7,19 +7,10 @@ import Glibc
 #endif
 
 @Suite("DiskStore damage")
-struct DiskStoreDamageTests {
+struct DiskStoreDamageTests: DiskStoreSuite {
     let directory = StoreDirectory()
     let clock = ManualClock()
     let problems = ProblemLog()
-
-    func open(byteLimit: Int = 1 << 20) async throws(CacheStoreError) -> DiskStore {
-        try await DiskStore(
-            directory: directory.url,
-            byteLimit: byteLimit,
-            clock: .manual(clock),
-            problemHandler: problems.handler
-        )
-    }
 
     /// A store holding `k0` … `k4`, closed.
     func filledAndClosed() async throws {

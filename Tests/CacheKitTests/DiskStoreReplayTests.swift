@@ -11,19 +11,10 @@ import Glibc
 /// perhaps with sets appended) goes straight into the index; one holding reads or removes is
 /// worked out record by record. Both must give the order of last use and the last values.
 @Suite("DiskStore replay")
-struct DiskStoreReplayTests {
+struct DiskStoreReplayTests: DiskStoreSuite {
     let directory = StoreDirectory()
     let clock = ManualClock()
     let problems = ProblemLog()
-
-    func open(byteLimit: Int = 1 << 20) async throws(CacheStoreError) -> DiskStore {
-        try await DiskStore(
-            directory: directory.url,
-            byteLimit: byteLimit,
-            clock: .manual(clock),
-            problemHandler: problems.handler
-        )
-    }
 
     /// What an LRU store holds: its keys least recently used first, and their values.
     struct Model {
