@@ -79,4 +79,10 @@ package struct Arguments {
         guard !items.isEmpty else { throw Failure(description: "--\(name) needs at least one value") }
         return items
     }
+
+    /// The thread counts given for `name` (a comma-separated list, each from 1 to 64), or
+    /// `defaultValue`.
+    package func threadCounts(_ name: String, default defaultValue: [Int]) throws -> [Int] {
+        try list(name, default: defaultValue.map(String.init), allowed: (1...64).map(String.init)).compactMap(Int.init)
+    }
 }

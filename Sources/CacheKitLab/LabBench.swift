@@ -7,20 +7,24 @@ import Foundation
 enum LabBench {
     /// The subjects of `sketches`: where the time of `Cache` over `Dictionary` goes.
     static let sketchSubjects = [
-        "Dictionary", "Dictionary+lock", "SerialCache", "Cache", "SlotSketch", "SlotSketch+lock", "SlotSketch+spin",
+        "Dictionary", "Dictionary+lock", "SerialCache", "Cache", "SlotSketch", "SlotSketch+lock", "SlotSketch+mutex",
+        "SlotSketch+spin",
         "InlineSketch", "InlineSketch+lock",
     ]
 
     static let sketchesUsage = """
-        usage: CacheKitLab sketches [--capacity N] [--ops N] [--repetitions N] [--workloads LIST] [--subjects LIST] [--json]
+        usage: CacheKitLab sketches [--capacity N] [--ops N] [--repetitions N] [--workloads LIST]
+                                    [--subjects LIST] [--threads LIST] [--json]
 
         ns/op of two minimal exact-LRU caches for Int keys beside Dictionary, SerialCache (lru)
-        and Cache (lru), one thread, in one run (medians of rounds; ratios are medians of
-        per-round ratios). SlotSketch has CacheKit's layout (records in a slot array, an index of
-        slot numbers); InlineSketch keeps each record in its hash bucket. Each is checked against
-        a reference LRU first. "+lock" takes a Synchronization.Mutex around each operation, as
-        Cache does; SlotSketch+spin a spin lock whose unlock is a plain store (a measurement of
-        what the Mutex's unlock costs, not a lock to use). Workloads: \(Plan.workloads.joined(separator: ","))
+        and Cache (lru), in one run (medians of rounds; ratios are medians of per-round ratios).
+        SlotSketch has CacheKit's layout (records in a slot array, an index of slot numbers);
+        InlineSketch keeps each record in its hash bucket. Each is checked against a reference LRU
+        first. "+lock" takes CacheKit's lock around each operation, as Cache does;
+        SlotSketch+mutex takes Synchronization.Mutex instead; SlotSketch+spin a spin lock whose
+        unlock is a plain store (a measurement of what the lock's unlock costs, not a lock to
+        use). --threads (default 1) runs the locked subjects and Cache on each count of threads
+        too (throughput on N threads is ops / wall time). Workloads: \(Plan.workloads.joined(separator: ","))
         (default: mix).
         """
 
@@ -52,13 +56,15 @@ enum LabBench {
     }
 
     static func sketches(_ arguments: [String]) throws {
-        guard let (args, capacity, ops) = try options(arguments, extraFlags: ["workloads", "subjects"]) else {
+        guard let (args, capacity, ops) = try options(arguments, extraFlags: ["workloads", "subjects", "threads"])
+        else {
             print(sketchesUsage)
             return
         }
         let workloads = try args.list("workloads", default: ["mix"], allowed: Plan.workloads)
         let chosen = Set(try args.list("subjects", default: sketchSubjects, allowed: sketchSubjects))
         let repetitions = try args.int("repetitions", default: 5)
+        let threadCounts = try args.threadCounts("threads", default: [1])
         warnIfDebug()
         // A sketch is checked whether it runs bare or behind a lock.
         if chosen.contains(where: { $0.hasPrefix("SlotSketch") }) {
@@ -78,7 +84,15 @@ enum LabBench {
                 _ make: @escaping () -> T
             ) {
                 guard chosen.contains(subject) else { return }
-                cases.append(BenchCase(subject, policy: policy) { plan.measureOnce(threads: 1, make: make) })
+                // Only what takes a lock may be shared by threads.
+                let shared = subject == "Cache" || subject.contains("+")
+                for threads in shared ? threadCounts : [1] {
+                    cases.append(
+                        BenchCase(subject, policy: policy, threads: threads) {
+                            plan.measureOnce(threads: threads, make: make)
+                        }
+                    )
+                }
             }
             add("Dictionary") { DictionaryTarget(boundedTo: bounded) }
             add("Dictionary+lock") { LockedTarget(DictionaryTarget(boundedTo: bounded)) }
@@ -86,6 +100,7 @@ enum LabBench {
             add("Cache", policy: "lru") { Cache<Int, Int>(countLimit: capacity, policy: .lru) }
             add("SlotSketch") { SlotSketch(capacity: capacity) }
             add("SlotSketch+lock") { LockedTarget(SlotSketch(capacity: capacity)) }
+            add("SlotSketch+mutex") { MutexLockedTarget(SlotSketch(capacity: capacity)) }
             add("SlotSketch+spin") { SpinLockedTarget(SlotSketch(capacity: capacity)) }
             add("InlineSketch") { InlineSketch(capacity: capacity) }
             add("InlineSketch+lock") { LockedTarget(InlineSketch(capacity: capacity)) }

@@ -46,19 +46,19 @@ final class _InvalidationListeners: Sendable {
         var tasks: [Task<Void, Never>] = []
     }
 
-    let state: Mutex<State>
+    let state: _Mutex<State>
     let queue: AsyncStream<Delivery>
     let continuation: AsyncStream<Delivery>.Continuation
 
     init(alwaysResumed: Bool) {
-        state = Mutex(State(isResumed: alwaysResumed))
+        state = _Mutex(State(isResumed: alwaysResumed))
         (queue, continuation) = AsyncStream.makeStream(of: Delivery.self)
     }
 
-    var isResumed: Bool { state.withAnnotatedLock(for: self) { $0.isResumed } }
+    var isResumed: Bool { state.withLock { $0.isResumed } }
 
     func add(_ handler: @escaping @Sendable (CacheStoreInvalidation) -> Void) -> CacheStoreInvalidationToken {
-        let id = state.withAnnotatedLock(for: self) { state in
+        let id = state.withLock { state in
             state.nextID += 1
             state.handlers[state.nextID] = Handler(call: handler)
             return state.nextID
@@ -68,7 +68,7 @@ final class _InvalidationListeners: Sendable {
     }
 
     func remove(_ token: CacheStoreInvalidationToken) {
-        _ = state.withAnnotatedLock(for: self) { $0.handlers.removeValue(forKey: token.rawValue) }
+        _ = state.withLock { $0.handlers.removeValue(forKey: token.rawValue) }
     }
 
     /// Hands a connection event to the draining task.
@@ -82,11 +82,11 @@ final class _InvalidationListeners: Sendable {
                 deliver(delivery, keyPrefix: keyPrefix, channel: channel)
             }
         }
-        state.withAnnotatedLock(for: self) { $0.tasks = [task] }
+        state.withLock { $0.tasks = [task] }
     }
 
     func stop() {
-        let tasks = state.withAnnotatedLock(for: self) { state in
+        let tasks = state.withLock { state in
             defer { state.tasks = [] }
             return state.tasks
         }
@@ -98,7 +98,7 @@ final class _InvalidationListeners: Sendable {
     private func deliver(_ delivery: Delivery, keyPrefix: String, channel: String?) {
         switch delivery {
         case .greet(let id):
-            let greeting = state.withAnnotatedLock(for: self) { state -> (Handler, Bool)? in
+            let greeting = state.withLock { state -> (Handler, Bool)? in
                 guard let handler = state.handlers[id] else { return nil }
                 state.handlers[id]?.greeted = true
                 return (handler, state.isResumed)
@@ -106,7 +106,7 @@ final class _InvalidationListeners: Sendable {
             if let (handler, isResumed) = greeting { handler.call(isResumed ? .resumed : .suspended) }
         case .event(let event):
             guard let invalidation = translate(event, keyPrefix: keyPrefix, channel: channel) else { return }
-            let handlers = state.withAnnotatedLock(for: self) { state -> [Handler] in
+            let handlers = state.withLock { state -> [Handler] in
                 switch invalidation {
                 case .resumed:
                     state.isResumed = true

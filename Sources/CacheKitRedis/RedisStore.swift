@@ -75,7 +75,7 @@ public final class RedisStore: InvalidatingCacheStore {
     public let path: String
     let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
     let pushConnection: RedisPushConnection?
-    let isClosed = Mutex(false)
+    let isClosed = _Mutex(false)
     let listeners: _InvalidationListeners
 
     /// Creates a store on the server `configuration` names. Connections open on first use; with

@@ -77,7 +77,7 @@ public final class SQLiteStore: CacheStore {
     /// Which entry leaves first when a limit is reached.
     public let policy: EvictionPolicy
 
-    private let state: Mutex<_SQLiteStoreState>
+    private let state: _Mutex<_SQLiteStoreState>
     private let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
 
     /// Opens the store at `path`, creating the database (and its directory) when missing.
@@ -115,7 +115,7 @@ public final class SQLiteStore: CacheStore {
         self.policy = policy
         self.problemHandler = problemHandler
         let file = path.standardizedFileURL.path
-        state = Mutex(
+        state = _Mutex(
             try _SQLiteStoreState.open(
                 path: file,
                 countLimit: countLimit,
@@ -130,7 +130,7 @@ public final class SQLiteStore: CacheStore {
     }
 
     deinit {
-        state.withAnnotatedLock(for: self) { try? $0.close() }
+        state.withLock { try? $0.close() }
     }
 
     /// Runs `body` under the store's lock, then reports the problems it collected with the lock
@@ -140,7 +140,7 @@ public final class SQLiteStore: CacheStore {
     private func perform<R: Sendable>(
         _ body: @Sendable (inout _SQLiteStoreState) throws(CacheStoreError) -> R
     ) throws(CacheStoreError) -> R {
-        let (result, problems) = state.withAnnotatedLock(for: self) { state in
+        let (result, problems) = state.withLock { state in
             let result = Result { () throws(CacheStoreError) in try body(&state) }
             return (result, state.takeProblems())
         }

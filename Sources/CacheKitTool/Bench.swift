@@ -115,8 +115,7 @@ enum Bench {
             capacity: try args.int("capacity", default: 50_000, maximum: maxEntries),
             ops: try args.int("ops", default: 1_000_000, maximum: 1 << 30),
             repetitions: try args.int("repetitions", default: 5),
-            threadCounts: try args.list("threads", default: ["1", "2"], allowed: (1...64).map(String.init))
-                .compactMap(Int.init),
+            threadCounts: try args.threadCounts("threads", default: [1, 2]),
             workloads: try args.list("workloads", default: Plan.workloads, allowed: Plan.workloads),
             subjects: Set(try args.list("subjects", default: subjects, allowed: subjects)),
             policies: policies,

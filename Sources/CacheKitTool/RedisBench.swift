@@ -159,7 +159,7 @@ enum RedisBench {
     ) async throws -> [Double] {
         let keys = (0..<64).map { "invalidation-\($0)" }
         for key in keys { try await writer.setValue(Data([0]), forKey: key) }
-        let watched = Mutex<String?>(nil)
+        let watched = _Mutex<String?>(nil)
         let (drops, dropped) = AsyncStream.makeStream(of: ContinuousClock.Instant.self)
         let token = store.addInvalidationHandler { event in
             guard case .entries(let storeKeys) = event else { return }

@@ -41,7 +41,7 @@ final class RawSQLiteSubject: StoreSubject {
         var access: Int64 = 0
     }
 
-    private let handles: Mutex<Handles>
+    private let handles: _Mutex<Handles>
 
     init(path: String) throws {
         var handles = Handles()
@@ -75,7 +75,7 @@ final class RawSQLiteSubject: StoreSubject {
             sqlite3_close(handles.database)
             throw Failure(description: "\(path): \(message)")
         }
-        self.handles = Mutex(handles)
+        self.handles = _Mutex(handles)
     }
 
     func get(_ key: String) async throws -> Int {

@@ -50,7 +50,7 @@ func makeSubject(_ name: String, directory: URL, capacity: Int) throws -> (any S
 func runBlocking<T: Sendable, Failure: Error>(
     _ body: @escaping @Sendable () async throws(Failure) -> T
 ) throws(Failure) -> T {
-    let result = Mutex<Result<T, Failure>?>(nil)
+    let result = _Mutex<Result<T, Failure>?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task {
         let outcome: Result<T, Failure>

@@ -1,7 +1,33 @@
-// The prefetch hint is header-only (static inline); the checksum lives here.
+// The prefetch and spin hints are header-only (static inline); the futex calls and the checksum
+// live here.
 #include "_CacheKitShims.h"
 
 #include <string.h>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+// The futex calls behind CacheKit's lock on Linux: a plain futex, which lets a running thread
+// take a lock that was just released (no hand-off to a sleeping waiter, unlike FUTEX_LOCK_PI).
+void _cachekit_futex_wait(const void *word, uint32_t expected) {
+#if defined(__linux__)
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+#else
+    (void)word;
+    (void)expected;
+#endif
+}
+
+void _cachekit_futex_wake_one(const void *word) {
+#if defined(__linux__)
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+#else
+    (void)word;
+#endif
+}
 
 // Software CRC-32C: eight tables, one per byte position of a 64-bit word (slicing by eight),
 // filled once when the library loads.

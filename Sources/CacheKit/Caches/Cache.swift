@@ -34,9 +34,10 @@ import _CacheKitShims
 /// too.
 ///
 /// ## Thread safety
-/// Every read and write holds a `Synchronization.Mutex` for an O(1) critical section (enumeration
-/// and bulk removals for O(n) and O(k)). `Cache` is
-/// `Sendable` exactly when `Key` and `Value` are.
+/// Every read and write holds one lock for an O(1) critical section (enumeration
+/// and bulk removals for O(n) and O(k)). The lock keeps its throughput when more threads contend
+/// for it than there are cores (see <doc:Performance>), but threads do not read in parallel: for
+/// many readers, use ``SharedCache``. `Cache` is `Sendable` exactly when `Key` and `Value` are.
 ///
 /// ## Performance
 /// Entries live in contiguous slot arrays with a 4-byte-per-bucket hash index, so a million
@@ -51,11 +52,8 @@ import _CacheKitShims
 /// collide than `Hasher`'s SipHash. If an adversary picks your integer keys, wrap them in a key
 /// type of your own: every other key type is hashed by its `Hashable` conformance.
 public final class Cache<Key: Hashable, Value> {
-    @usableFromInline let lock = Mutex<Void>(())
+    @usableFromInline let lock = _Lock()
     @usableFromInline let state: UnsafeMutablePointer<_CacheState<Key, Value>>
-    /// ThreadSanitizer's annotations, copied here so the lock path reads a field, not a lazy global.
-    @usableFromInline let tsanAcquire = _ThreadSanitizer.acquire
-    @usableFromInline let tsanRelease = _ThreadSanitizer.release
     /// Where the index's buckets are (their address and `mask`), copied out of the state after
     /// each critical section that moved them, so that a read or write can prefetch its key's
     /// bucket before it takes the lock (see `_prefetchIndex`). Relaxed atomics, read outside
@@ -174,19 +172,15 @@ public final class Cache<Key: Hashable, Value> {
 }
 
 extension Cache: _StateHost {
-    // `Mutex.withLock` hands out its own value as `inout sending` and wants a `sending` result,
-    // which region checking cannot prove for a generic, possibly non-Sendable `Value` copied out
-    // of the state. The state therefore lives beside a `Mutex<Void>`, and this is the one place
-    // that locks it, scoped exactly like `withLock`.
+    // A `_Mutex` hands out its value as `inout sending` and wants a `sending` result, which
+    // region checking cannot prove for a generic, possibly non-Sendable `Value` copied out of the
+    // state. The state therefore lives beside a bare `_Lock`, and this is the one place that
+    // locks it, scoped exactly like `withLock`.
     /// See `_StateHost`: public only for the inlinable operations both caches share.
     @inlinable
     public func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
-        lock._unsafeLock()
-        tsanAcquire?(state)
-        defer {
-            tsanRelease?(state)
-            lock._unsafeUnlock()
-        }
+        lock.lock()
+        defer { lock.unlock() }
         let result = try body(&state.pointee)
         _publishBuckets()
         return result

@@ -1,26 +1,20 @@
-import Synchronization
-
-/// A `Synchronization.Mutex` around a `Sendable` state, with the lock's happens-before edges
-/// reported to ThreadSanitizer (see ``_ThreadSanitizer``).
+/// A `Sendable` state guarded by a ``_Lock``, in an object of its own that can be shared.
 ///
-/// The small locks outside the cache's hot path (``ManualClock``, ``ExpirationTrigger``) use it so
-/// that `swift test --sanitize=thread` checks the code they guard instead of reporting every
-/// access as a race.
+/// The small locks outside the cache's hot path (``ManualClock``, ``ExpirationTrigger``,
+/// SharedCache's write queue) use it.
 @usableFromInline
-final class _Locked<State: Sendable>: Sendable {
-    @usableFromInline let mutex: Mutex<State>
+final class _Locked<State: Sendable>: @unchecked Sendable {
+    @usableFromInline let lock = _Lock()
+    @usableFromInline var state: State
 
     @usableFromInline
-    init(_ state: State) { mutex = Mutex(state) }
+    init(_ state: State) { self.state = state }
 
     /// Runs `body` with the state while holding the lock.
     @inlinable
     func withLock<R: Sendable>(_ body: (inout State) throws -> R) rethrows -> R {
-        try mutex.withLock { state in
-            let address = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
-            _ThreadSanitizer.acquire?(address)
-            defer { _ThreadSanitizer.release?(address) }
-            return try body(&state)
-        }
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&state)
     }
 }

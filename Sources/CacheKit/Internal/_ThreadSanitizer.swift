@@ -4,13 +4,13 @@ import Synchronization
 import Glibc
 #endif
 
-/// Tells ThreadSanitizer about the happens-before edges of a `Synchronization.Mutex`.
+/// Tells ThreadSanitizer about the happens-before edges of a lock.
 ///
-/// On Linux the stdlib's `Mutex` locks with futexes from code that is not instrumented, so
-/// `swift test --sanitize=thread` reports every access it guards as a race (even a plain
-/// `mutex.withLock { $0 += 1 }`). Where the TSan runtime is loaded, its `__tsan_acquire` and
-/// `__tsan_release` are found once with `dlsym` and called on each lock and unlock; otherwise both
-/// are `nil` and each call costs one predictable branch.
+/// A lock whose waiting happens in code that is not instrumented (a futex, the standard
+/// library's `Mutex`) can make `swift test --sanitize=thread` report accesses it guards as races.
+/// Where the TSan runtime is loaded, its `__tsan_acquire` and `__tsan_release` are found once with
+/// `dlsym` and called on each lock and unlock; otherwise both are `nil` and each call costs one
+/// predictable branch.
 @usableFromInline
 package enum _ThreadSanitizer {
     @usableFromInline
@@ -30,23 +30,5 @@ package enum _ThreadSanitizer {
         #else
         return nil
         #endif
-    }
-}
-
-extension Mutex where Value: ~Copyable {
-    /// `withLock`, with the lock's happens-before edges told to ThreadSanitizer under `owner`'s
-    /// address (the object that holds this mutex). Inlinable, so that a caller in another module
-    /// gets a copy specialized to its types rather than building their metadata on every call.
-    @inlinable
-    package borrowing func withAnnotatedLock<Result, E: Error>(
-        for owner: AnyObject,
-        _ body: (inout sending Value) throws(E) -> sending Result
-    ) throws(E) -> sending Result {
-        let address = UnsafeRawPointer(Unmanaged.passUnretained(owner).toOpaque())
-        return try withLock { (value: inout sending Value) throws(E) -> sending Result in
-            _ThreadSanitizer.acquire?(address)
-            defer { _ThreadSanitizer.release?(address) }
-            return try body(&value)
-        }
     }
 }

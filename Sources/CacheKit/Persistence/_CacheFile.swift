@@ -171,7 +171,7 @@ enum _CacheFile {
         }
 
         private static let watchers = Atomic<Int>(0)
-        private static let noted = Mutex<[String: [Step]]>([:])
+        private static let noted = _Mutex<[String: [Step]]>([:])
 
         /// Notes `step` of a save to `path`, if a test watches `path`'s directory.
         static func note(_ step: Step, beside path: String) {

@@ -43,7 +43,7 @@ package enum _DiskWriteTarget: Int, Sendable, CaseIterable {
 /// Makes the writes to one kind of file fail with an error number, standing in for a full disk
 /// or a failing device in the package's tests. Not API.
 package final class _DiskFaults: Sendable {
-    private let errnos = Mutex<[Int32?]>([nil, nil])
+    private let errnos = _Mutex<[Int32?]>([nil, nil])
 
     init() {}
 

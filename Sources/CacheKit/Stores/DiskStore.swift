@@ -88,7 +88,7 @@ public final class DiskStore: CacheStore {
     let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
     /// Makes writes fail on purpose, for the package's tests; not API.
     package let faults: _DiskFaults
-    let state: Mutex<_DiskStoreState>
+    let state: _Mutex<_DiskStoreState>
 
     /// Opens the store in `directory`, creating it if needed, and replays its journal.
     ///
@@ -156,7 +156,7 @@ public final class DiskStore: CacheStore {
         self.clock = clock
         self.problemHandler = problemHandler
         self.faults = faults
-        self.state = Mutex(opened)
+        self.state = _Mutex(opened)
         let removed = _DiskIO.names(in: paths.root).filter { $0.hasPrefix(_DiskPaths.removingPrefix) }
         withState { state in
             startInBackground(&state) { [paths, problemHandler] in

@@ -123,14 +123,14 @@ extension TieredCache {
     /// Marks a load as running and returns the generation it started at: writes after it are
     /// remembered until no load runs.
     func beginLoad() -> UInt64 {
-        state.withAnnotatedLock(for: self) { state in
+        state.withLock { state in
             state.loadsInFlight += 1
             return state.generation
         }
     }
 
     func endLoad() {
-        state.withAnnotatedLock(for: self) { state in
+        state.withLock { state in
             state.loadsInFlight -= 1
             if state.loadsInFlight == 0 { state.lastWrite.removeAll(keepingCapacity: true) }
         }
@@ -139,7 +139,7 @@ extension TieredCache {
     /// The value for `key` as the store level sees it: a pending write-behind first, then the
     /// store. `nil` for a miss, an expired entry, or one that could not be read (reported).
     func readStore(_ key: Key, since: UInt64) async -> (Value, expiresAfter: Duration?)? {
-        let pending = state.withAnnotatedLock(for: self) { $0.pending[key] }
+        let pending = state.withLock { $0.pending[key] }
         switch pending {
         case .write(let value, _, let expiresAt, _)?:
             guard let lifetime = remainingLifetime(until: expiresAt) else { return nil }
@@ -158,7 +158,7 @@ extension TieredCache {
             return nil
         }
         guard let entry, let lifetime = remainingLifetime(until: entry.expiresAt) else {
-            state.withAnnotatedLock(for: self) { $0.counts.missCount += 1 }
+            state.withLock { $0.counts.missCount += 1 }
             return nil
         }
         let value: Value
@@ -174,7 +174,7 @@ extension TieredCache {
             }
             return nil
         }
-        state.withAnnotatedLock(for: self) { $0.counts.hitCount += 1 }
+        state.withLock { $0.counts.hitCount += 1 }
         return (value, lifetime.duration)
     }
 
@@ -189,7 +189,7 @@ extension TieredCache {
 
     /// Whether a write or removal reached `key` (or all keys) after generation `since`.
     func wasWritten(_ key: Key, since: UInt64) -> Bool {
-        state.withAnnotatedLock(for: self) { state in
+        state.withLock { state in
             state.pending[key] != nil || (state.lastWrite[key] ?? 0) > since || state.lastRemoveAll > since
         }
     }

@@ -23,7 +23,7 @@ extension TieredCache {
         let lifetime = expiresAfter ?? self.expiresAfter
         await keyLock.lock(key)
         let expiresAt = deadline(after: lifetime)
-        let (generation, inBackground) = state.withAnnotatedLock(for: self) { state in
+        let (generation, inBackground) = state.withLock { state in
             let generation = state.nextGeneration(for: key)
             state.pending[key] = .write(value, bytes, expiresAt: expiresAt, generation: generation)
             guard case .writeBehind(let maximumPending) = writeMode,
@@ -56,7 +56,7 @@ extension TieredCache {
         let storeKey = try encodedKey(key)
         await keyLock.lock(key)
         defer { keyLock.unlock(key) }
-        let generation = state.withAnnotatedLock(for: self) { state in
+        let generation = state.withLock { state in
             let generation = state.nextGeneration(for: key)
             state.pending[key] = .removal(generation: generation)
             return generation
@@ -100,7 +100,7 @@ extension TieredCache {
     /// Waits until every background write started so far has reached the store.
     public func flush() async {
         while true {
-            let writes = state.withAnnotatedLock(for: self) { Array($0.backgroundWrites.values) }
+            let writes = state.withLock { Array($0.backgroundWrites.values) }
             if writes.isEmpty { return }
             for write in writes { await write.value }
         }
@@ -132,7 +132,7 @@ extension TieredCache {
             return
         }
         await flush()
-        state.withAnnotatedLock(for: self) { state in
+        state.withLock { state in
             state.generation &+= 1
             state.lastRemoveAll = state.generation
             state.pending.removeAll()
@@ -158,7 +158,7 @@ extension TieredCache {
         let expiresAt = deadline(after: lifetime)
         do {
             try await store.setEntry(bytes, forKey: storeKey, expiresAt: expiresAt)
-            state.withAnnotatedLock(for: self) { $0.counts.writeCount += 1 }
+            state.withLock { $0.counts.writeCount += 1 }
         } catch {
             report(CacheStoreProblem(key: storeKey, error: error))
         }
@@ -176,9 +176,9 @@ extension TieredCache {
         defer { clearPending(key, generation: generation) }
         do {
             try await store.setEntry(bytes, forKey: storeKey, expiresAt: expiresAt)
-            state.withAnnotatedLock(for: self) { $0.counts.writeCount += 1 }
+            state.withLock { $0.counts.writeCount += 1 }
         } catch {
-            state.withAnnotatedLock(for: self) { $0.counts.errorCount += 1 }
+            state.withLock { $0.counts.errorCount += 1 }
             _ = memory.removeValue(forKey: key)
             // The store may still hold an older value: it must not come back.
             _ = try? await store.removeEntry(forKey: storeKey)
@@ -189,10 +189,10 @@ extension TieredCache {
     /// Writes the pending value of `key` in the background, if it is still the one of
     /// `generation` when the key's lock is free.
     func startBackgroundWrite(forKey key: Key, storeKey: String, generation: UInt64) {
-        state.withAnnotatedLock(for: self) { state in
+        state.withLock { state in
             state.backgroundWrites[generation] = Task {
                 await self.keyLock.withLock(key) {
-                    let pending = self.state.withAnnotatedLock(for: self) { $0.pending[key] }
+                    let pending = self.state.withLock { $0.pending[key] }
                     guard case .write(_, let bytes, let expiresAt, generation)? = pending else { return }
                     do throws(CacheStoreError) {
                         try await self.writeToStore(
@@ -206,14 +206,14 @@ extension TieredCache {
                         self.report(CacheStoreProblem(key: storeKey, error: error))
                     }
                 }
-                _ = self.state.withAnnotatedLock(for: self) { $0.backgroundWrites.removeValue(forKey: generation) }
+                _ = self.state.withLock { $0.backgroundWrites.removeValue(forKey: generation) }
             }
         }
     }
 
     /// Forgets the pending operation on `key` if it is still the one of `generation`.
     func clearPending(_ key: Key, generation: UInt64) {
-        state.withAnnotatedLock(for: self) { state in
+        state.withLock { state in
             if state.pending[key]?.generation == generation { state.pending[key] = nil }
         }
     }

@@ -78,7 +78,7 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
     /// Serializes the writes and removals of each key across both levels.
     let keyLock = _KeyedLock<Key>()
-    let state = Mutex(_TierState<Key, Value>())
+    let state = _Mutex(_TierState<Key, Value>())
     let _triggers = _Triggers()
     /// Over an ``InvalidatingCacheStore``: how far memory can be trusted, and the handler's token.
     let coherence: _Coherence?
@@ -159,7 +159,7 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// What the two levels have counted: the memory cache's statistics and the store's reads
     /// and writes.
     public var statistics: TieredCacheStatistics {
-        var counts = state.withAnnotatedLock(for: self) { $0.counts }
+        var counts = state.withLock { $0.counts }
         counts.invalidationCount = coherence?.invalidationCount ?? 0
         counts.suspensionCount = coherence?.suspensionCount ?? 0
         return TieredCacheStatistics(memory: memory.statistics, store: counts)
@@ -167,7 +167,7 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Reports `problem` to the handler (never with a lock held) and counts it.
     func report(_ problem: CacheStoreProblem) {
-        state.withAnnotatedLock(for: self) { $0.counts.errorCount += 1 }
+        state.withLock { $0.counts.errorCount += 1 }
         problemHandler?(problem)
     }
 

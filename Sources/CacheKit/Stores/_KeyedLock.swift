@@ -8,18 +8,18 @@ import Synchronization
 /// continuation that `unlock` resumes (after releasing the `Mutex`).
 final class _KeyedLock<Key: Hashable & Sendable>: Sendable {
     /// Locked keys, each with the tasks waiting for it, first in line first.
-    private let waiting = Mutex<[Key: [CheckedContinuation<Void, Never>]]>([:])
+    private let waiting = _Mutex<[Key: [CheckedContinuation<Void, Never>]]>([:])
 
     /// Waits until `key` is free and takes it.
     func lock(_ key: Key) async {
-        let acquired = waiting.withAnnotatedLock(for: self) { waiting in
+        let acquired = waiting.withLock { waiting in
             guard waiting[key] == nil else { return false }
             waiting[key] = []
             return true
         }
         if acquired { return }
         await withCheckedContinuation { continuation in
-            let acquiredMeanwhile = waiting.withAnnotatedLock(for: self) { waiting in
+            let acquiredMeanwhile = waiting.withLock { waiting in
                 guard waiting[key] != nil else {
                     waiting[key] = []
                     return true
@@ -33,7 +33,7 @@ final class _KeyedLock<Key: Hashable & Sendable>: Sendable {
 
     /// Frees `key`, handing it to the first waiter, if any.
     func unlock(_ key: Key) {
-        let next = waiting.withAnnotatedLock(for: self) { waiting -> CheckedContinuation<Void, Never>? in
+        let next = waiting.withLock { waiting -> CheckedContinuation<Void, Never>? in
             guard var line = waiting[key] else { preconditionFailure("unlocking a key that is not locked") }
             guard !line.isEmpty else {
                 waiting[key] = nil
@@ -54,5 +54,5 @@ final class _KeyedLock<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Whether any key is locked (for tests).
-    var isIdle: Bool { waiting.withAnnotatedLock(for: self) { $0.isEmpty } }
+    var isIdle: Bool { waiting.withLock { $0.isEmpty } }
 }

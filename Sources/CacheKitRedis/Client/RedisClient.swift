@@ -49,12 +49,12 @@ public final class RedisClient: Sendable {
         case fail(RedisError)
     }
 
-    private let state: Mutex<State>
+    private let state: _Mutex<State>
 
     /// A client for the server `configuration` names. Connects on the first command, not here.
     public init(configuration: RedisConfiguration) {
         self.configuration = configuration
-        self.state = Mutex(
+        self.state = _Mutex(
             State(
                 slots: Array(repeating: .idle(failures: 0, retryAt: nil, lastError: nil), count: configuration.poolSize)
             )
@@ -74,7 +74,7 @@ public final class RedisClient: Sendable {
 
     /// Closes every connection: commands in flight fail, later ones throw ``RedisError/closed``.
     public func close() async {
-        let (connections, tasks) = state.withAnnotatedLock(for: self) { state in
+        let (connections, tasks) = state.withLock { state in
             state.isClosed = true
             var connections: [_RedisConnection] = []
             var tasks: [Task<Result<_RedisConnection, RedisError>, Never>] = []
@@ -101,7 +101,7 @@ public final class RedisClient: Sendable {
     deinit {
         // A client dropped without `close()` still closes its connections (a connection being opened
         // holds the client, so none is).
-        let connections = state.withAnnotatedLock(for: self) { state in
+        let connections = state.withLock { state in
             state.slots.compactMap { slot -> _RedisConnection? in
                 if case .connected(let connection) = slot { return connection }
                 return nil
@@ -116,7 +116,7 @@ public final class RedisClient: Sendable {
 
     private func acquire() async throws(RedisError) -> _RedisConnection {
         let now = ContinuousClock.now
-        let acquisition = state.withAnnotatedLock(for: self) { state -> Acquisition in
+        let acquisition = state.withLock { state -> Acquisition in
             guard !state.isClosed else { return .fail(.closed) }
             let index = state.next % state.slots.count
             state.next &+= 1
@@ -169,7 +169,7 @@ public final class RedisClient: Sendable {
         result: Result<_RedisConnection, RedisError>
     ) async -> Result<_RedisConnection, RedisError> {
         let backoff = configuration.reconnectBackoff
-        let isClosed = state.withAnnotatedLock(for: self) { state in
+        let isClosed = state.withLock { state in
             guard !state.isClosed else { return true }
             switch result {
             case .success(let connection):

@@ -56,7 +56,7 @@ public final class RedisPushConnection: Sendable {
     private let continuation: AsyncStream<RedisPushEvent>.Continuation
     /// Where events go: ``events``, or the handler given at creation.
     private let emit: @Sendable (RedisPushEvent) -> Void
-    private let state = Mutex(State())
+    private let state = _Mutex(State())
 
     /// A push connection that starts connecting at once, in the background.
     ///
@@ -81,13 +81,13 @@ public final class RedisPushConnection: Sendable {
             emit = { continuation.yield($0) }
         }
         let runner = Task { [self] in await run() }
-        state.withAnnotatedLock(for: self) { $0.runner = runner }
+        state.withLock { $0.runner = runner }
     }
 
     /// Sends a command on this connection and returns its reply (RESP3 allows any command while
     /// subscribed; RESP2 only the subscription commands and `PING`).
     public func send(_ command: String, _ arguments: [RedisArgument] = []) async throws(RedisError) -> RESPValue {
-        let (connection, isClosed) = state.withAnnotatedLock(for: self) { ($0.connection, $0.isClosed) }
+        let (connection, isClosed) = state.withLock { ($0.connection, $0.isClosed) }
         guard !isClosed else { throw .closed }
         guard let connection else {
             throw .connectionFailed(host: configuration.host, port: configuration.port, reason: "not connected")
@@ -97,7 +97,7 @@ public final class RedisPushConnection: Sendable {
 
     /// Closes the connection, stops reconnecting and finishes ``events``.
     public func close() async {
-        let (connection, runner) = state.withAnnotatedLock(for: self) { state in
+        let (connection, runner) = state.withLock { state in
             state.isClosed = true
             let taken = (state.connection, state.runner)
             state.connection = nil
@@ -109,7 +109,7 @@ public final class RedisPushConnection: Sendable {
         continuation.finish()
     }
 
-    private var isClosed: Bool { state.withAnnotatedLock(for: self) { $0.isClosed } }
+    private var isClosed: Bool { state.withLock { $0.isClosed } }
 
     // MARK: The connection's life
 
@@ -128,7 +128,7 @@ public final class RedisPushConnection: Sendable {
                 failures += 1
                 continue
             }
-            let stored = state.withAnnotatedLock(for: self) { state in
+            let stored = state.withLock { state in
                 guard !state.isClosed else { return false }
                 state.connection = connection
                 return true
@@ -146,7 +146,7 @@ public final class RedisPushConnection: Sendable {
             emit(.armed)
             let lost = await watch(connection)
             await connection.closeAndWait(reason: lost)
-            state.withAnnotatedLock(for: self) { state in
+            state.withLock { state in
                 if state.connection === connection { state.connection = nil }
             }
             if isClosed { break }

@@ -30,4 +30,23 @@ uint32_t _cachekit_checksum(const void *bytes, size_t count);
 /// `_cachekit_checksum` by the tables alone, whatever the CPU: for tests that the two agree.
 uint32_t _cachekit_checksum_tables(const void *bytes, size_t count);
 
+/// Tells the CPU that the caller is spinning on a lock word (`pause` on x86, `yield` on ARM), so
+/// that a sibling hardware thread gets the core's resources and the loop exits without a memory
+/// order violation when the word changes.
+static inline __attribute__((always_inline)) void _cachekit_spin_hint(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/// Linux only: sleeps while the 32-bit word at `word` holds `expected` (`FUTEX_WAIT_PRIVATE`).
+/// Returns at once if it holds something else; may also return spuriously. Elsewhere a no-op.
+void _cachekit_futex_wait(const void *word, uint32_t expected);
+
+/// Linux only: wakes one thread sleeping on the word at `word` (`FUTEX_WAKE_PRIVATE`). Elsewhere
+/// a no-op.
+void _cachekit_futex_wake_one(const void *word);
+
 #endif
