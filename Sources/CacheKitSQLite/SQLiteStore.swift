@@ -57,7 +57,7 @@ import Synchronization
 /// - **Expiry.** An entry whose deadline has passed on the store's ``CacheKit/WallClock`` is
 ///   never returned: a read that finds one deletes it, and every write first deletes all
 ///   expired entries (an index lookup when there are none).
-/// - **Threads.** One connection, guarded by a `Mutex`. Opening and each operation run on the
+/// - **Threads.** One connection, guarded by a lock. Opening and each operation run on the
 ///   task that calls them (the methods are `async` and not isolated to an actor, so on the
 ///   global concurrent executor, never the caller's actor). The problem handler runs after the
 ///   lock is released, on the thread of the operation that found the problem.

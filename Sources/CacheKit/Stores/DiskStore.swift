@@ -49,7 +49,7 @@ import Musl
 /// - **Deadlines** are dates on the store's ``WallClock``. An expired entry is never returned;
 ///   a read that finds one drops it, and opening drops all that have expired. Until then it
 ///   counts in ``usage()`` and is evicted like any other entry.
-/// - **Concurrency.** The state (index and journal) is guarded by a `Mutex`. Entry files are
+/// - **Concurrency.** The state (index and journal) is guarded by a lock. Entry files are
 ///   written and read outside it; the journal append that makes a write visible happens under
 ///   it, so the journal's order is the index's. Files are removed and problems reported after
 ///   the lock is released. The methods are `async` and not isolated to an actor, so they run
@@ -206,15 +206,9 @@ public final class DiskStore: CacheStore {
         await closing.value
     }
 
-    /// Runs `body` with the state while holding the lock, the lock's happens-before edges
-    /// reported to ThreadSanitizer (which does not see the `Mutex`'s own on Linux).
+    /// Runs `body` with the state while holding the lock.
     func withState<R: Sendable, E: Error>(_ body: (inout _DiskStoreState) throws(E) -> R) throws(E) -> R {
-        try state.withLock { state throws(E) -> R in
-            let address = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
-            _ThreadSanitizer.acquire?(address)
-            defer { _ThreadSanitizer.release?(address) }
-            return try body(&state)
-        }
+        try state.withLock { state throws(E) -> R in try body(&state) }
     }
 
     /// Runs `work` in a task of its own, which ``close()`` awaits and which forgets itself when

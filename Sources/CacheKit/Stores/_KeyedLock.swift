@@ -4,8 +4,8 @@ import Synchronization
 /// asked; different keys never wait for each other. ``TieredCache`` holds a key's lock across
 /// a write's two levels, so that the memory and the store see the writes of a key in one order.
 ///
-/// Uncontended, locking is one dictionary insertion under a `Mutex`; a waiter suspends on a
-/// continuation that `unlock` resumes (after releasing the `Mutex`).
+/// Uncontended, locking is one dictionary insertion under a lock; a waiter suspends on a
+/// continuation that `unlock` resumes (after releasing the lock).
 final class _KeyedLock<Key: Hashable & Sendable>: Sendable {
     /// Locked keys, each with the tasks waiting for it, first in line first.
     private let waiting = _Mutex<[Key: [CheckedContinuation<Void, Never>]]>([:])
