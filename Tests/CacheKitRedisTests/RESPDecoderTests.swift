@@ -119,4 +119,55 @@ struct RESPDecoderTests {
         let allowed = String(repeating: "*1\r\n", count: 63) + ":1\r\n"
         #expect(Self.decode(allowed).values.count == 1)
     }
+
+    @Test("a reply's bytes are bounded as a whole: a blob that would pass the bound is refused from its header")
+    func replyBytesAreBounded() {
+        let limits = RedisReplyLimits(maximumReplyBytes: 1_000)
+        let blob = "$400\r\n" + String(repeating: "x", count: 400) + "\r\n"
+        #expect(Self.decode("*2\r\n" + blob + blob, limits: limits).values.count == 1)
+        // The third blob's header alone is enough: its body is never awaited.
+        let refused = Self.decode("*3\r\n" + blob + blob + "$400\r\n", limits: limits)
+        guard case .protocolViolation(let message) = refused.error else {
+            Issue.record("a reply past its byte bound must be a violation, got \(String(describing: refused.error))")
+            return
+        }
+        #expect(message.contains("1000 bytes"))
+        // Each reply starts its count afresh.
+        #expect(Self.decode(String(repeating: "*2\r\n" + blob + blob, count: 5), limits: limits).values.count == 5)
+    }
+
+    @Test("a reply's values are bounded at every level together, so tiny elements cannot fill memory")
+    func replyElementsAreBounded() {
+        let limits = RedisReplyLimits(maximumReplyElements: 11)
+        let nested = "*10\r\n" + String(repeating: "*0\r\n", count: 10)
+        #expect(Self.decode(nested, limits: limits).values.count == 1, "the array and its ten values: 11")
+        let deeper = "*2\r\n" + nested + ":1\r\n"
+        guard case .protocolViolation = Self.decode(deeper, limits: limits).error else {
+            Issue.record("a 13-value reply must be refused under a bound of 11")
+            return
+        }
+        #expect(Self.decode(nested + nested + nested, limits: limits).values.count == 3)
+    }
+
+    @Test("a long line that arrives a byte at a time is scanned once, and decodes whole")
+    func bytewiseLineIsScannedOnce() {
+        let text = "+" + String(repeating: "a", count: 60_000) + "\r\n" + ":7\r\n"
+        let bytes = Array(text.utf8)
+        var decoder = _RESPDecoder()
+        var buffer = ByteBuffer()
+        var values: [RESPValue] = []
+        for byte in bytes {
+            buffer.writeInteger(byte)
+            do {
+                while let value = try decoder.decode(&buffer) { values.append(value) }
+            } catch {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            if buffer.readerIndex > 4_096 { buffer.discardReadBytes() }
+        }
+        #expect(values == [.simpleString(String(repeating: "a", count: 60_000)), .integer(7)])
+        // Rescanning from the line's start on every byte would examine about 1.8 billion bytes.
+        #expect(decoder.bytesScanned <= 2 * bytes.count)
+    }
 }

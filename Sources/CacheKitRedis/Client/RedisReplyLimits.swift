@@ -11,16 +11,29 @@ public struct RedisReplyLimits: Sendable, Hashable {
     /// The longest line of a simple string, simple error, number or length, in bytes.
     public var maximumLineLength: Int
 
-    /// Limits with Redis's defaults: 512 MiB blobs, 2^24 elements, 64 levels, 64 KiB lines.
+    /// The most bytes one reply may take on the wire, all its levels together.
+    public var maximumReplyBytes: Int
+    /// The most values one reply may hold, at every level together (an aggregate counts as one,
+    /// and so does each value inside it).
+    public var maximumReplyElements: Int
+
+    /// Limits with Redis's defaults for each part (512 MiB blobs, 2^24 elements in one aggregate,
+    /// 64 levels, 64 KiB lines), and for a whole reply 512 MiB and 2^22 values: a reply's decoded
+    /// values then take at most about its bytes plus 100 MiB, whatever mix of small and large
+    /// elements it sends.
     public init(
         maximumBulkLength: Int = 512 * 1024 * 1024,
         maximumAggregateCount: Int = 1 << 24,
         maximumNestingDepth: Int = 64,
-        maximumLineLength: Int = 64 * 1024
+        maximumLineLength: Int = 64 * 1024,
+        maximumReplyBytes: Int = 512 * 1024 * 1024,
+        maximumReplyElements: Int = 1 << 22
     ) {
         self.maximumBulkLength = max(0, maximumBulkLength)
         self.maximumAggregateCount = max(0, maximumAggregateCount)
         self.maximumNestingDepth = max(1, maximumNestingDepth)
         self.maximumLineLength = max(32, maximumLineLength)
+        self.maximumReplyBytes = max(64, maximumReplyBytes)
+        self.maximumReplyElements = max(1, maximumReplyElements)
     }
 }

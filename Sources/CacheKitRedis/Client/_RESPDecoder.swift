@@ -8,6 +8,11 @@ import NIOCore
 /// nesting costs no stack frames and is bounded by ``RedisReplyLimits/maximumNestingDepth``. A bulk
 /// string's header stays unread until its whole body is in the buffer, and nothing is allocated for
 /// elements before they arrive, so a length or count sent by the peer never sizes an allocation.
+/// A whole reply is bounded too, in bytes and in values at every level together
+/// (``RedisReplyLimits/maximumReplyBytes``, ``RedisReplyLimits/maximumReplyElements``): a blob
+/// that would take a reply past its bytes is refused from its header, before its body is awaited.
+/// A line that arrives a few bytes at a time is scanned once: each call resumes where the last
+/// stopped, so decoding costs time linear in the bytes received.
 ///
 /// Error replies decode to ``RESPValue/error(_:)``; the connection turns one at the top level into
 /// a thrown ``RedisError/server(message:)``. Attributes (`|`) are read and dropped. After a
@@ -25,6 +30,15 @@ package struct _RESPDecoder {
 
     private let limits: RedisReplyLimits
     private var stack: [Frame] = []
+    /// Wire bytes and values of the reply under way (reset when a reply completes).
+    private var replyBytes = 0
+    private var replyElements = 0
+    /// How many bytes of the line that starts after the reader index's type byte are known to
+    /// hold no CR: the next scan starts there (reset whenever a token is consumed).
+    private var lineScanned = 0
+    /// Bytes examined by line scans so far, over the decoder's life: for tests that decoding is
+    /// linear in the bytes received.
+    package private(set) var bytesScanned = 0
 
     package init(limits: RedisReplyLimits = RedisReplyLimits()) {
         // The properties are settable: clamp again, so that no limit can disable a bound.
@@ -32,7 +46,9 @@ package struct _RESPDecoder {
             maximumBulkLength: limits.maximumBulkLength,
             maximumAggregateCount: limits.maximumAggregateCount,
             maximumNestingDepth: limits.maximumNestingDepth,
-            maximumLineLength: limits.maximumLineLength
+            maximumLineLength: limits.maximumLineLength,
+            maximumReplyBytes: limits.maximumReplyBytes,
+            maximumReplyElements: limits.maximumReplyElements
         )
     }
 
@@ -42,7 +58,17 @@ package struct _RESPDecoder {
     /// The next complete value, or `nil` when the buffer ends before one does.
     package mutating func decode(_ buffer: inout ByteBuffer) throws(RedisError) -> RESPValue? {
         while true {
+            let start = buffer.readerIndex
             guard let token = try readToken(&buffer) else { return nil }
+            lineScanned = 0
+            replyBytes += buffer.readerIndex - start
+            replyElements += 1
+            guard replyBytes <= limits.maximumReplyBytes else {
+                throw .protocolViolation("reply of more than \(limits.maximumReplyBytes) bytes")
+            }
+            guard replyElements <= limits.maximumReplyElements else {
+                throw .protocolViolation("reply of more than \(limits.maximumReplyElements) values")
+            }
             var completed: RESPValue?
             switch token {
             case .value(let value):
@@ -60,7 +86,11 @@ package struct _RESPDecoder {
             }
             // Attach the completed value to its parents, completing them in turn.
             while let value = completed {
-                guard !stack.isEmpty else { return value }
+                guard !stack.isEmpty else {
+                    replyBytes = 0
+                    replyElements = 0
+                    return value
+                }
                 stack[stack.count - 1].elements.append(value)
                 stack[stack.count - 1].remaining -= 1
                 guard stack[stack.count - 1].remaining == 0 else {
@@ -100,7 +130,7 @@ package struct _RESPDecoder {
     }
 
     /// Reads one type byte and its line (and a bulk body), or nothing when they are incomplete.
-    private func readToken(_ buffer: inout ByteBuffer) throws(RedisError) -> Token? {
+    private mutating func readToken(_ buffer: inout ByteBuffer) throws(RedisError) -> Token? {
         let start = buffer.readerIndex
         guard let type = buffer.getInteger(at: start, as: UInt8.self) else { return nil }
         guard let lineEnd = try findLineEnd(buffer, from: start + 1) else { return nil }
@@ -152,6 +182,9 @@ package struct _RESPDecoder {
                 throw .protocolViolation("blob of \(length) bytes exceeds \(limits.maximumBulkLength)")
             }
             let count = Int(length)
+            guard replyBytes + (afterLine - start) + count + 2 <= limits.maximumReplyBytes else {
+                throw .protocolViolation("reply of more than \(limits.maximumReplyBytes) bytes")
+            }
             // The body and its CRLF must be readable before anything is consumed.
             guard buffer.writerIndex - afterLine >= count + 2 else { return nil }
             guard buffer.getInteger(at: afterLine + count, as: UInt8.self) == UInt8(ascii: "\r"),
@@ -196,25 +229,34 @@ package struct _RESPDecoder {
     }
 
     /// The index of the CR of the first CRLF at or after `from`, `nil` when the line is not complete
-    /// yet; a violation when the line is longer than the limit or holds a bare CR.
-    private func findLineEnd(_ buffer: ByteBuffer, from: Int) throws(RedisError) -> Int? {
+    /// yet; a violation when the line is longer than the limit or holds a bare CR. Resumes the scan
+    /// where the last call on the same line stopped (`lineScanned`).
+    private mutating func findLineEnd(_ buffer: ByteBuffer, from: Int) throws(RedisError) -> Int? {
         let available = buffer.writerIndex - from
         let searched = min(available, limits.maximumLineLength + 2)
-        guard searched > 0, let view = buffer.viewBytes(at: from, length: searched) else {
+        let resume = min(lineScanned, searched)
+        guard searched > resume, let view = buffer.viewBytes(at: from + resume, length: searched - resume) else {
             return nil
         }
-        if let cr = view.firstIndex(of: UInt8(ascii: "\r")) {
+        let cr = view.firstIndex(of: UInt8(ascii: "\r"))
+        bytesScanned += cr.map { $0 - view.startIndex + 1 } ?? view.count
+        if let cr {
+            let offset = resume + (cr - view.startIndex)
             let next = cr + 1
-            guard next < view.endIndex else { return nil }
+            guard next < view.endIndex else {
+                lineScanned = offset  // the CR is the last byte so far: look again from it
+                return nil
+            }
             guard view[next] == UInt8(ascii: "\n") else { throw .protocolViolation("CR without LF") }
-            guard cr - view.startIndex <= limits.maximumLineLength else {
+            guard offset <= limits.maximumLineLength else {
                 throw .protocolViolation("line longer than \(limits.maximumLineLength) bytes")
             }
-            return cr
+            return from + offset
         }
         if available > limits.maximumLineLength {
             throw .protocolViolation("line longer than \(limits.maximumLineLength) bytes")
         }
+        lineScanned = searched
         return nil
     }
 
