@@ -72,6 +72,27 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         try await expectK2DroppedAndReported(reason: "deleted")
     }
 
+    @Test("a FIFO in an entry file's place is a reported miss found without blocking; the others are intact")
+    func fifoInPlaceOfAnEntry() async throws {
+        try await filledAndClosed()
+        let url = try file(of: "k2")
+        try FileManager.default.removeItem(at: url)
+        // Opening a FIFO for reading waits for a writer: a read that opened it so would never return.
+        #expect(mkfifo(url.path, 0o644) == 0)
+        try await expectK2DroppedAndReported(reason: "FIFO")
+    }
+
+    @Test("a symbolic link in an entry file's place is a reported miss, even to a valid entry file")
+    func symbolicLinkInPlaceOfAnEntry() async throws {
+        try await filledAndClosed()
+        let url = try file(of: "k2")
+        let elsewhere = FileManager.default.temporaryDirectory.appendingPathComponent("entry-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: elsewhere) }
+        try FileManager.default.moveItem(at: url, to: elsewhere)
+        try FileManager.default.createSymbolicLink(at: url, withDestinationURL: elsewhere)
+        try await expectK2DroppedAndReported(reason: "symbolic link")
+    }
+
     @Test("a journal cut in its last record opens without that record, says so, and appends after the cut")
     func tornJournal() async throws {
         try await filledAndClosed()

@@ -137,10 +137,15 @@ enum _DiskIO {
     }
 
     /// Reads up to `count` bytes of the file at `path` from its start: fewer only at its end.
+    /// Opens without blocking, and refuses anything but a regular file (`EINVAL` from `open`):
+    /// opening a FIFO for reading would wait for a writer.
     static func read(_ path: String, upTo count: Int) throws(CacheStoreError) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw .ioFailure(path: path, operation: "open", errno: errno) }
         defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw .ioFailure(path: path, operation: "fstat", errno: errno) }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .ioFailure(path: path, operation: "open", errno: EINVAL) }
         var bytes = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {

@@ -54,16 +54,27 @@ enum _DiskEntryFile {
     /// The value in the entry file at `path`, expected to hold `size` bytes for `key`, or how
     /// the file is damaged. Reads the header, then the value straight into its `Data`.
     ///
+    /// A FIFO, device, directory or symbolic link in the entry's place is damage, found without
+    /// blocking.
+    ///
     /// - Throws: ``CacheStoreError/ioFailure(path:operation:errno:)`` if the file cannot be
     ///   opened or read (`open` with `ENOENT` when it is missing).
     static func read(_ path: String, key: String, size: Int) throws(CacheStoreError) -> Result<Data, _DiskEntryDamage> {
         let keyBytes = Array(key.utf8)
         let headerAndKey = headerSize + keyBytes.count
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .ioFailure(path: path, operation: "open", errno: errno) }
+        // Without blocking and without following a link: a FIFO or a device put in the entry's
+        // place must not stall the read (opening a FIFO waits for a writer), and is not an entry.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
+        guard descriptor >= 0 else {
+            if errno == ELOOP { return .failure(_DiskEntryDamage(reason: "a symbolic link, not an entry file")) }
+            throw .ioFailure(path: path, operation: "open", errno: errno)
+        }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw .ioFailure(path: path, operation: "fstat", errno: errno) }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            return .failure(_DiskEntryDamage(reason: "not a regular file"))
+        }
         let expected = headerAndKey + size
         if Int(status.st_size) < expected {
             return .failure(_DiskEntryDamage(reason: "truncated: \(status.st_size) of \(expected) bytes"))
