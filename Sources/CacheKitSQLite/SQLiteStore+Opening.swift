@@ -9,6 +9,7 @@ extension _SQLiteStoreState {
     /// The columns of `cachekit_entries` and whether each is the primary key, in order.
     static let columns: [(name: String, primaryKey: Bool)] = [
         ("key", true), ("value", false), ("size", false), ("deadline", false), ("access", false),
+        ("checksum", false),
     ]
     /// The columns of `cachekit_reads` and whether each is the primary key, in order.
     static let readsColumns: [(name: String, primaryKey: Bool)] = [("key", true), ("access", false)]
@@ -81,9 +82,10 @@ extension _SQLiteStoreState {
         if version > Self.schemaVersion {
             throw .newerFormat(path: path, found: Int(version), supported: Self.schemaVersion)
         }
-        guard version == Self.schemaVersion else {
+        guard version == Self.schemaVersion || version == 1 else {
             throw .corrupted(path: path, reason: "unknown schema version \(version)")
         }
+        if version == 1 { try addChecksums(connection) }
         var found: [(name: String, primaryKey: Bool)] = []
         try connection.run("PRAGMA table_info(cachekit_entries)") { row in
             found.append((row.text(1), row.integer(5) != 0))
@@ -101,6 +103,42 @@ extension _SQLiteStoreState {
             throw .corrupted(path: path, reason: "the reads table has the columns [\(names)], not a store's")
         }
         try enableWAL(connection)
+    }
+
+    /// Brings a store of schema 1, whose rows carry no checksum, to this schema: adds the column
+    /// and fills it for every row, in one transaction (a crash leaves schema 1 as it was).
+    private static func addChecksums(_ connection: _SQLiteConnection) throws(CacheStoreError) {
+        var columnNames: [String] = []
+        try connection.run("PRAGMA table_info(cachekit_entries)") { row in columnNames.append(row.text(1)) }
+        guard columnNames == columns.dropLast().map(\.name) else {
+            throw .corrupted(
+                path: connection.path,
+                reason: "the entries table has the columns [\(columnNames.joined(separator: ", "))], not a store's"
+            )
+        }
+        do {
+            try connection.begin()
+            try connection.execute("ALTER TABLE cachekit_entries ADD COLUMN checksum INTEGER")
+            var rows: [(key: String, checksum: Int64)] = []
+            try connection.run("SELECT key, value, size, deadline FROM cachekit_entries") { row in
+                let deadline = row.isNull(3) ? nil : Date(timeIntervalSinceReferenceDate: row.real(3))
+                let key = row.text(0)
+                let size = row.integer(2)
+                let checksum = _SQLiteStoreState.checksum(key: key, value: row.blob(1), size: size, deadline: deadline)
+                rows.append((key, checksum))
+            }
+            for row in rows {
+                try connection.run(
+                    "UPDATE cachekit_entries SET checksum = ? WHERE key = ?",
+                    [.integer(row.checksum), .text(row.key)]
+                )
+            }
+            try connection.execute("PRAGMA user_version = \(schemaVersion)")
+            try connection.commit()
+        } catch {
+            connection.rollback()
+            throw error
+        }
     }
 
     private static func enableWAL(_ connection: _SQLiteConnection) throws(CacheStoreError) {
@@ -126,7 +164,8 @@ extension _SQLiteStoreState {
                     value BLOB NOT NULL,
                     size INTEGER NOT NULL,
                     deadline REAL,
-                    access INTEGER NOT NULL
+                    access INTEGER NOT NULL,
+                    checksum INTEGER
                 );
                 CREATE INDEX cachekit_entries_deadline ON cachekit_entries (deadline) WHERE deadline IS NOT NULL;
                 CREATE TABLE cachekit_reads (key TEXT PRIMARY KEY NOT NULL, access INTEGER NOT NULL) WITHOUT ROWID;

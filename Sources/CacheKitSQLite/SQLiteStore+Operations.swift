@@ -12,23 +12,31 @@ extension _SQLiteStoreState {
         let connection = try ready()
         // The index holds every stored key: a miss costs no query, and a hit is the policy's use.
         guard index.value(forKey: key) != nil else { return nil }
-        var found: (value: Data, size: Int64, deadline: Date?)?
-        try connection.run("SELECT value, size, deadline FROM cachekit_entries WHERE key = ?", [.text(key)]) { row in
+        var found: (value: Data, size: Int64, deadline: Date?, checksum: Int64?)?
+        let query: _SQL = "SELECT value, size, deadline, checksum FROM cachekit_entries WHERE key = ?"
+        try connection.run(query, [.text(key)]) { row in
             let deadline = row.isNull(2) ? nil : Date(timeIntervalSinceReferenceDate: row.real(2))
-            found = (row.blob(0), row.integer(1), deadline)
+            found = (row.blob(0), row.integer(1), deadline, row.isNull(3) ? nil : row.integer(3))
         }
         guard let found else {
             index.removeValue(forKey: key)
             pendingAccess[key] = nil
             return nil
         }
-        if let deadline = found.deadline, deadline <= clock.now() {
+        let damage: String?
+        if found.checksum != Self.checksum(key: key, value: found.value, size: found.size, deadline: found.deadline) {
+            damage = "the entry's checksum does not match its key, value and deadline"
+        } else if found.size != Int64(found.value.count) {
+            damage = "the entry's value has \(found.value.count) bytes where its row records \(found.size)"
+        } else {
+            damage = nil
+        }
+        if let damage {
+            problems.append(CacheStoreProblem(key: key, error: .corrupted(path: path, reason: damage)))
             try drop(key)
             return nil
         }
-        if found.size != Int64(found.value.count) {
-            let reason = "the entry's value has \(found.value.count) bytes where its row records \(found.size)"
-            problems.append(CacheStoreProblem(key: key, error: .corrupted(path: path, reason: reason)))
+        if let deadline = found.deadline, deadline <= clock.now() {
             try drop(key)
             return nil
         }
@@ -59,14 +67,15 @@ extension _SQLiteStoreState {
             }
             try state.connection?.run(
                 """
-                INSERT INTO cachekit_entries (key, value, size, deadline, access) VALUES (?, ?, ?, ?, ?)
+                INSERT INTO cachekit_entries (key, value, size, deadline, access, checksum) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, size = excluded.size,
-                    deadline = excluded.deadline, access = excluded.access
+                    deadline = excluded.deadline, access = excluded.access, checksum = excluded.checksum
                 """,
                 [
                     .text(key), .blob(value), .integer(Int64(value.count)),
                     expiresAt.map { .real($0.timeIntervalSinceReferenceDate) } ?? .null,
                     .integer(state.takeAccess()),
+                    .integer(Self.checksum(key: key, value: value, size: Int64(value.count), deadline: expiresAt)),
                 ]
             )
             state.pendingAccess[key] = nil

@@ -18,8 +18,9 @@ final class _EvictedKeys {
 
 /// The state of one open ``SQLiteStore``, mutated under its lock only.
 package struct _SQLiteStoreState {
-    /// The schema this code writes and reads, kept in `PRAGMA user_version`.
-    package static let schemaVersion = 1
+    /// The schema this code writes and reads, kept in `PRAGMA user_version`. Schema 1 (rows
+    /// without a checksum) is brought to 2 when opened.
+    package static let schemaVersion = 2
     /// `PRAGMA application_id` of a CacheKit store ("CKSQ"), telling it from other databases.
     package static let applicationID: Int64 = 0x434B_5351
     /// Reads recorded in memory before their access order is written in one transaction. A batch
@@ -222,5 +223,19 @@ package struct _SQLiteStoreState {
     mutating func takeProblems() -> [CacheStoreProblem] {
         defer { problems.removeAll() }
         return problems
+    }
+
+    /// The checksum a row keeps of its key, value, size and deadline: CRC-32C over the key's
+    /// bytes, the size and the deadline's bits, and the value's own checksum (`_CRC32C.lanes`).
+    /// SQLite checks its pages' structure, not the bytes of a value, so damage inside a value or
+    /// a deadline would otherwise read back as a hit.
+    static func checksum(key: String, value: Data, size: Int64, deadline: Date?) -> Int64 {
+        var check = _CRC32C()
+        check.update(Array(key.utf8))
+        withUnsafeBytes(of: UInt64(bitPattern: size).littleEndian) { check.update($0) }
+        let deadlineBits = deadline.map { $0.timeIntervalSinceReferenceDate.bitPattern } ?? .max
+        withUnsafeBytes(of: deadlineBits.littleEndian) { check.update($0) }
+        withUnsafeBytes(of: _CRC32C.lanes(of: value).littleEndian) { check.update($0) }
+        return Int64(check.value)
     }
 }

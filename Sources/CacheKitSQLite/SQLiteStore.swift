@@ -18,14 +18,19 @@ import Synchronization
 ///
 /// ## Design
 /// - **One table of entries.** `cachekit_entries(key TEXT PRIMARY KEY, value BLOB, size INTEGER,
-///   deadline REAL, access INTEGER)`: `deadline` is seconds since 2001-01-01 UTC on the wall
+///   deadline REAL, access INTEGER, checksum INTEGER)`: `deadline` is seconds since 2001-01-01 UTC on the wall
 ///   clock (exactly a `Date`, so it survives a restart unchanged), `NULL` for never, and has a
 ///   partial index for finding expired entries; `access` orders the entries by their last write.
 ///   Reads are ordered in a small table of their own, `cachekit_reads(key, access)`, because
 ///   SQLite rewrites a whole row, value and all, to change one column: recording a read there
 ///   costs the same for a value of 100 bytes or 100 kilobytes. An entry's last use is the later
 ///   of the two. `PRAGMA application_id` marks the file as a CacheKit store and
-///   `PRAGMA user_version` holds its schema version.
+///   `PRAGMA user_version` holds its schema version (a store of schema 1, whose rows have no
+///   checksum, gains the column and the checksums of its rows when opened).
+/// - **Checksums.** SQLite checks the structure of its pages, not the bytes of a value, so each row
+///   keeps a CRC-32C of its key, value, size and deadline, checked on every read: a row whose
+///   bytes were damaged on disk is a miss, reported to the problem handler as
+///   ``CacheKit/CacheStoreError/corrupted(path:reason:)`` and deleted.
 /// - **Refusing other files.** A file that is not a database, is damaged, or holds other tables
 ///   throws ``CacheKit/CacheStoreError/corrupted(path:reason:)``; one of a newer schema throws
 ///   ``CacheKit/CacheStoreError/newerFormat(path:found:supported:)``. Either way the store

@@ -125,7 +125,12 @@ struct SQLiteStoreFileTests {
         connection.close()
         let (error, unchanged) = try await refusal()
         #expect(
-            error == .newerFormat(path: path, found: _SQLiteStoreState.schemaVersion + 1, supported: 1)
+            error
+                == .newerFormat(
+                    path: path,
+                    found: _SQLiteStoreState.schemaVersion + 1,
+                    supported: _SQLiteStoreState.schemaVersion
+                )
         )
         #expect(unchanged)
     }

@@ -4,13 +4,16 @@ import _CacheKitShims
 /// CRC-32C (Castagnoli) of the bytes passed to `update`: the checksum of the disk store's files.
 /// The CPU's CRC-32C instruction computes it where there is one, several bytes per cycle, so
 /// checking a value costs little beside reading it.
-struct _CRC32C {
+package struct _CRC32C {
     private var state: UInt32 = 0
 
-    /// The checksum of everything passed to `update` so far.
-    var value: UInt32 { state }
+    /// An empty checksum.
+    package init() {}
 
-    mutating func update(_ bytes: some ContiguousBytes) {
+    /// The checksum of everything passed to `update` so far.
+    package var value: UInt32 { state }
+
+    package mutating func update(_ bytes: some ContiguousBytes) {
         state = bytes.withUnsafeBytes { _cachekit_crc32c(state, $0.baseAddress, $0.count) }
     }
 }
@@ -19,7 +22,7 @@ extension _CRC32C {
     /// The checksum of a whole value: CRC-32C over four interleaved lanes, then over the lanes'
     /// values and the tail (`_cachekit_checksum`), three times as fast as one chain on large
     /// values and as sure to catch damage.
-    static func lanes(of bytes: some ContiguousBytes) -> UInt32 {
+    package static func lanes(of bytes: some ContiguousBytes) -> UInt32 {
         bytes.withUnsafeBytes { _cachekit_checksum($0.baseAddress, $0.count) }
     }
 }
