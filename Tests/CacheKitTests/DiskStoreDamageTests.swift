@@ -114,7 +114,9 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         #expect(problems.all.count == 1)
     }
 
-    @Test("a journal that is not one, or damaged before its end, is refused as corrupted and left as it is")
+    @Test(
+        "a journal that is not one, or damaged before its end, even by a length past the end, is refused as corrupted and left as it is"
+    )
     func garbageJournal() async throws {
         try await filledAndClosed()
         let original = try Data(contentsOf: directory.journal)
@@ -126,6 +128,17 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         length[24] = 0xFF  // k0's record length: impossible, and not zeros
         length[27] = 0x7F
         damaged.append(length)
+        // A possible length that runs past the end, in a record that whole records follow: damage,
+        // not a torn append (which leaves a prefix of one record), in the first and the
+        // next-to-last set records (k0 at 24, k3 at 24 + 3 × 38).
+        for (offset, pastTheEnd) in [(24, 8_000), (138, 4_000)] {
+            var longer = original
+            longer.replaceSubrange(
+                offset..<(offset + 4),
+                with: withUnsafeBytes(of: UInt32(pastTheEnd).littleEndian) { Data($0) }
+            )
+            damaged.append(longer)
+        }
         for bytes in damaged {
             try bytes.write(to: directory.journal)
             await #expect {

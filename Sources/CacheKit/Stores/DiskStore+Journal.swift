@@ -343,6 +343,15 @@ struct _DiskJournal {
                     return .corrupted(path: path, reason: "the record at offset \(offset) has an impossible length")
                 }
                 guard 8 + length <= remaining else {
+                    // A torn append leaves a prefix of one record. A whole record after this one
+                    // means its length was damaged instead: cutting there would drop the rest.
+                    if let next = wholeRecord(in: buffer, after: offset) {
+                        return .corrupted(
+                            path: path,
+                            reason: "the record at offset \(offset) has a length past the end, "
+                                + "and a whole record follows at offset \(next)"
+                        )
+                    }
                     replay.tornTail = "the record at offset \(offset) was cut short; it was cut off"
                     break
                 }
@@ -383,6 +392,22 @@ struct _DiskJournal {
         replay.bytes = bytes
         if !others.isEmpty { replay.live = liveEntries(replay, others: others) }
         return (replay, offset, records)
+    }
+
+    /// The offset of a whole record (a possible length, its payload inside the journal, and its
+    /// checksum right) that starts where the record at `offset` could end, if there is one: within
+    /// the largest record after `offset`'s header. O(`maximumPayload`) checks, each O(its length).
+    static func wholeRecord(in buffer: UnsafeRawBufferPointer, after offset: Int) -> Int? {
+        let first = offset + 8 + 1
+        let last = min(offset + 8 + maximumPayload, buffer.count - 8)
+        guard first <= last else { return nil }
+        for start in first...last {
+            let length = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+            guard (1...maximumPayload).contains(length), start + 8 + length <= buffer.count else { continue }
+            let crc = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self))
+            if _cachekit_crc32c(0, buffer.baseAddress! + start + 8, length) == crc { return start }
+        }
+        return nil
     }
 
     /// The set record whose payload is `payload`, which starts at `start` in the journal, or

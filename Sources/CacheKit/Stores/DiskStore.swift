@@ -26,7 +26,10 @@ import Musl
 ///   never lists or stats the entry files, so it costs the same however large the values are.
 ///   When the journal holds more than about twice the live entries' records, it is rewritten
 ///   from the index (a new file flushed, then renamed over it). A torn last record, which a
-///   crash during an append leaves, is cut off and reported to the problem handler; a journal
+///   crash during an append leaves, is cut off and reported to the problem handler. A record
+///   whose length runs past the end is taken for torn only when no whole record follows it
+///   (within the largest record's reach): otherwise its length is damaged, and cutting there
+///   would drop every later record, so the journal is refused as damaged. A journal
 ///   of a newer format gives ``CacheStoreError/newerFormat(path:found:supported:)``, and one
 ///   that is not a journal, or damaged before its last record, gives
 ///   ``CacheStoreError/corrupted(path:reason:)`` and is left as it is.
