@@ -55,8 +55,13 @@ extension _SQLiteStoreState {
     /// Stores `value` for `key` and evicts what the limits require, in one transaction.
     mutating func setEntry(_ value: Data, forKey key: String, expiresAt: Date?) throws(CacheStoreError) {
         try SQLiteStore.validate(key: key)
-        guard value.count <= byteLimit else { throw .tooLarge(key: key, bytes: value.count, limit: byteLimit) }
         _ = try ready()
+        guard value.count <= byteLimit else {
+            // As a write that succeeds would: the key's older value is gone either way, so that a
+            // refused write never leaves a stale value behind (DiskStore and Cache do the same).
+            if index.contains(key) { try drop(key) }
+            throw .tooLarge(key: key, bytes: value.count, limit: byteLimit)
+        }
         let now = clock.now()
         try inTransaction { state throws(CacheStoreError) in
             try state.deleteExpired(now: now)

@@ -166,7 +166,9 @@ public final class SQLiteStore: CacheStore {
     /// Stores `value` for `key`, replacing any entry, to be dropped at `expiresAt` (`nil` for
     /// never). One transaction also deletes expired entries and evicts, by the store's policy,
     /// what the limits require; when it returns the entry is committed (see the type's
-    /// durability notes). A deadline already passed removes the key's entry instead.
+    /// durability notes). A deadline already passed removes the key's entry instead, and so does
+    /// a value larger than the byte limit, which is refused with
+    /// ``CacheKit/CacheStoreError/tooLarge(key:bytes:limit:)``.
     ///
     /// - Complexity: One transaction: O(log *n*) for the row plus O(log *n*) per entry expired
     ///   or evicted.

@@ -156,6 +156,14 @@ struct SQLiteStoreTests {
         }
         #expect(error == .tooLarge(key: "big", bytes: 101, limit: 100))
         #expect(try await store.entry(forKey: "a") != nil)
+        // A refused write of a key that holds a value removes that value, as DiskStore does.
+        try await store.setEntry(bytes(10), forKey: "b", expiresAt: nil)
+        let replaced = await storeError { () async throws(CacheStoreError) in
+            try await store.setEntry(bytes(101), forKey: "b", expiresAt: nil)
+        }
+        #expect(replaced == .tooLarge(key: "b", bytes: 101, limit: 100))
+        #expect(try await store.entry(forKey: "b") == nil, "no stale value survives a refused write")
+        #expect(try await store.usage() == CacheStoreUsage(count: 1, bytes: 40))
         try await store.setEntry(bytes(100), forKey: "full", expiresAt: nil)
         #expect(try await store.usage() == CacheStoreUsage(count: 1, bytes: 100))
         #expect(try await store.entry(forKey: "a") == nil)
