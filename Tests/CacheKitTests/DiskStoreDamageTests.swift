@@ -155,6 +155,34 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         #expect(problems.all.isEmpty)
     }
 
+    @Test("a large journal whose header is wrong is refused after reading its header, not the whole file")
+    func largeGarbageJournalIsRefusedByItsHeader() async throws {
+        try await filledAndClosed()
+        // 768 MiB, sparse: no disk, but reading it whole would take as much memory.
+        let size: off_t = 768 << 20
+        #expect(truncate(directory.journal.path, 0) == 0)
+        try Data("not a journal, and very long".utf8).write(to: directory.journal)
+        #expect(truncate(directory.journal.path, size) == 0)
+        // The peak resident size, reset first where Linux allows (`/proc/self/clear_refs`).
+        let peakReset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
+        let before = peakReset ? residentKiB("VmRSS") : residentKiB("VmHWM")
+        await #expect {
+            try await open()
+        } throws: { error in
+            if case .corrupted(_, let reason) = error as? CacheStoreError {
+                reason == "not a DiskStore journal"
+            } else {
+                false
+            }
+        }
+        let growth = residentKiB("VmHWM") - before
+        // The peak grows by the whole file when the journal is read before its header is checked;
+        // other tests running meanwhile stay far below half of it.
+        #expect(growth < 384 << 10, "the peak resident size grew by \(growth) KiB")
+        let status = try FileManager.default.attributesOfItem(atPath: directory.journal.path)
+        #expect(status[.size] as? Int == Int(size), "the journal is left as it is")
+    }
+
     @Test("a journal of a newer format version is refused with newerFormat and left as it is")
     func newerJournal() async throws {
         try await filledAndClosed()
@@ -289,4 +317,12 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         #expect(try await reopened.usage().count == 5)
         try await reopened.close()
     }
+}
+
+/// A size in KiB from `/proc/self/status` (`VmRSS`, `VmHWM`), 0 where there is none.
+private func residentKiB(_ field: String) -> Int {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return 0 }
+    return Int(line.dropFirst(field.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
+        ?? 0
 }

@@ -277,6 +277,11 @@ struct _DiskJournal {
             guard Int(status.st_size) <= maximumLength else {
                 throw .corrupted(path: paths.journal, reason: "\(status.st_size) bytes, more than an index can hold")
             }
+            // The header first: a file that is not a journal costs no more than its first bytes.
+            _ = try checkHeader(
+                try _DiskIO.read(paths.journal, upTo: min(Int(status.st_size), headerSize)),
+                path: paths.journal
+            )
             let bytes = try _DiskIO.read(paths.journal, upTo: Int(status.st_size))
             var (replay, length, records) = try Self.replay(bytes, path: paths.journal)
             if replay.tornTail != nil, ftruncate(descriptor, off_t(length)) != 0 {
@@ -297,10 +302,9 @@ struct _DiskJournal {
         }
     }
 
-    /// Replays a journal's `bytes`: the live entries, the length of the valid records and how
-    /// many there are. Reads every record once, checking it; only a journal holding remove or
-    /// touch records has its live entries worked out here (``liveEntries(_:others:)``).
-    static func replay(_ bytes: [UInt8], path: String) throws(CacheStoreError) -> (Replay, Int, Int) {
+    /// Checks the header at the start of `bytes` (a journal, or at least its first
+    /// ``headerSize`` bytes) and returns the next entry id it records.
+    static func checkHeader(_ bytes: [UInt8], path: String) throws(CacheStoreError) -> UInt64 {
         guard bytes.count >= headerSize else {
             throw .corrupted(path: path, reason: "\(bytes.count) bytes, shorter than a journal's header")
         }
@@ -316,7 +320,14 @@ struct _DiskJournal {
         guard version == Self.version, flags == 0, check.value == headerCRC else {
             throw .corrupted(path: path, reason: "its header is damaged")
         }
+        return headerNextId
+    }
 
+    /// Replays a journal's `bytes`: the live entries, the length of the valid records and how
+    /// many there are. Reads every record once, checking it; only a journal holding remove or
+    /// touch records has its live entries worked out here (``liveEntries(_:others:)``).
+    static func replay(_ bytes: [UInt8], path: String) throws(CacheStoreError) -> (Replay, Int, Int) {
+        let headerNextId = try checkHeader(bytes, path: path)
         var replay = Replay()
         replay.nextId = max(headerNextId, 1)
         // A set record takes at least 40 bytes.
