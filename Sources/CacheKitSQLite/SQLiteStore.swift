@@ -37,7 +37,11 @@ import Synchronization
 ///   writes nothing to it and never deletes it: the file stays for its owner to inspect.
 /// - **One owner.** The store holds an exclusive `flock` on `<path>.lock` from open to close; a
 ///   second store, in this process or another, gets ``CacheKit/CacheStoreError/locked(path:)``.
-///   The lock file stays on disk after close.
+///   The lock file stays on disk after close. Deleting it while a store is open lets a second
+///   store open the same database: SQLite's own locks keep the database whole then, but each
+///   store's index of keys misses the other's writes, so limits and eviction are off until both
+///   reopen. The store does not lock the database file itself, because closing any descriptor
+///   of that file would drop the POSIX locks SQLite holds on it in this process.
 /// - **Durability.** The database runs in WAL mode with `synchronous=NORMAL`: every write is one
 ///   transaction, so a crash of the process (even `SIGKILL`) loses nothing that was written and
 ///   never leaves half a write. A power loss or operating-system crash can lose the last

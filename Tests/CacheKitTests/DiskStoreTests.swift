@@ -232,6 +232,20 @@ struct DiskStoreTests {
         try await second.close()
     }
 
+    @Test("deleting the lock file of an open store does not let a second store open its directory")
+    func lockFileDeleted() async throws {
+        let store = try await open()
+        try await store.setEntry(Data("x".utf8), forKey: "a", expiresAt: nil)
+        try FileManager.default.removeItem(at: directory.url.appendingPathComponent("lock"))
+        await #expect(throws: CacheStoreError.locked(path: directory.url.standardizedFileURL.path)) {
+            try await open()
+        }
+        try await store.close()
+        let second = try await open()
+        #expect(try await second.entry(forKey: "a")?.value == Data("x".utf8))
+        try await second.close()
+    }
+
     @Test("reopening with a lower byte limit drops what no longer fits, files included")
     func lowerLimitsOnReopening() async throws {
         var store = try await open(byteLimit: 1_000)

@@ -45,20 +45,27 @@ struct _DiskStoreState {
     /// Entries read since the last touch record.
     var touches: [UInt64] = []
     var isClosed = false
-    /// Holds the directory's lock until closed.
-    var lockDescriptor: Int32
+    /// Hold the lock file's and the directory's locks until closed (empty once released).
+    var lockDescriptors: [Int32]
     /// Deletions in the background that are still running, which `close()` awaits, by number.
     var background: [Int: Task<Void, Never>] = [:]
     var backgroundStarted = 0
     /// The first `close()`'s work, which later calls await too.
     var closing: Task<Void, Never>?
 
-    init(journal: _DiskJournal, nextId: UInt64, lock: Int32, countLimit: Int, byteLimit: Int, policy: EvictionPolicy) {
+    init(
+        journal: _DiskJournal,
+        nextId: UInt64,
+        locks: [Int32],
+        countLimit: Int,
+        byteLimit: Int,
+        policy: EvictionPolicy
+    ) {
         index = SerialCache(countLimit: countLimit, totalCostLimit: byteLimit, policy: policy)
         self.journal = journal
         self.nextId = nextId
         reservedUpTo = nextId
-        lockDescriptor = lock
+        lockDescriptors = locks
         index.removalHandler = { [removals] removal in removals.removed.append(removal) }
     }
 
@@ -253,12 +260,12 @@ struct _DiskStoreState {
     /// files and the lock. Harmless when done already.
     mutating func shutDown() {
         isClosed = true
-        guard lockDescriptor >= 0 else { return }
+        guard !lockDescriptors.isEmpty else { return }
         flushTouches()
         try? log([.closed])
         journal.sync()
         journal.closeFile()
-        _StoreLock.release(lockDescriptor)
-        lockDescriptor = -1
+        for lock in lockDescriptors { _StoreLock.release(lock) }
+        lockDescriptors = []
     }
 }

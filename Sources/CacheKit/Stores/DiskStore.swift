@@ -18,9 +18,10 @@ import Musl
 /// ```
 ///
 /// ## Design
-/// - **One owner.** The store takes an advisory lock (`flock`) on `lock` in its directory and
-///   holds it until ``close()`` or deinit; a second store on the directory, in this process or
-///   another, gets ``CacheStoreError/locked(path:)``.
+/// - **One owner.** The store takes an advisory lock (`flock`) on `lock` in its directory and on
+///   the directory itself, and holds both until ``close()`` or deinit; a second store on the
+///   directory, in this process or another, gets ``CacheStoreError/locked(path:)``, even when the
+///   lock file was deleted meanwhile.
 /// - **Its own index.** Entries are listed in `journal`, an append-only file of checksummed,
 ///   length-prefixed records (set, remove, a batch of reads, closed). Opening replays it and
 ///   never lists or stats the entry files, so it costs the same however large the values are.
@@ -124,7 +125,15 @@ public final class DiskStore: CacheStore {
         let paths = _DiskPaths(directory: directory)
         let faults = _DiskFaults()
         try _DiskIO.makeDirectory(paths.root)
-        let lock = try _StoreLock.acquire(paths.lock, owner: paths.root)
+        let fileLock = try _StoreLock.acquire(paths.lock, owner: paths.root)
+        let directoryLock: Int32
+        do throws(CacheStoreError) {
+            directoryLock = try _StoreLock.acquireDirectory(paths.root, owner: paths.root)
+        } catch {
+            _StoreLock.release(fileLock)
+            throw error
+        }
+        let locks = [fileLock, directoryLock]
         var after = _DiskAftermath()
         var opened: _DiskStoreState
         let replay: _DiskJournal.Replay
@@ -138,14 +147,14 @@ public final class DiskStore: CacheStore {
             opened = _DiskStoreState(
                 journal: journal,
                 nextId: replay.nextId,
-                lock: lock,
+                locks: locks,
                 countLimit: countLimit,
                 byteLimit: byteLimit,
                 policy: policy
             )
             opened.load(replay, now: clock.now(), into: &after)
         } catch {
-            _DiskIO.closeDescriptor(lock)
+            for lock in locks { _StoreLock.release(lock) }
             throw error
         }
         let sweep = !replay.closedCleanly

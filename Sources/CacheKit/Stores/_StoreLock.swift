@@ -15,7 +15,17 @@ package enum _StoreLock {
     /// the lock until ``release(_:)``. Another holder, in this process or another, gives
     /// ``CacheStoreError/locked(path:)`` naming `owner` (the directory or database).
     package static func acquire(_ path: String, owner: String) throws(CacheStoreError) -> Int32 {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        try lock(open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644), path: path, owner: owner)
+    }
+
+    /// Locks the directory at `path` itself, as ``acquire(_:owner:)`` locks a file. A directory
+    /// that holds files cannot be removed and made anew under its holder, as a lock file can: so
+    /// a store that locks its directory too stays its only owner when its lock file is deleted.
+    package static func acquireDirectory(_ path: String, owner: String) throws(CacheStoreError) -> Int32 {
+        try lock(open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), path: path, owner: owner)
+    }
+
+    private static func lock(_ descriptor: Int32, path: String, owner: String) throws(CacheStoreError) -> Int32 {
         guard descriptor >= 0 else { throw .ioFailure(path: path, operation: "open", errno: errno) }
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let error = errno
