@@ -13,15 +13,22 @@ import Darwin
 /// `TieredCache`) against plain POSIX file calls and plain SQLite statements doing the same work,
 /// all in one run.
 enum StoreBench {
-    static let subjects = ["DiskStore", "raw-file", "SQLiteStore", "raw-sqlite", "TieredCache", "Cache", "dir-scan"]
+    static let subjects = [
+        "DiskStore", "raw-file", "DiskStore-flushed", "raw-file-nosync", "SQLiteStore", "raw-sqlite", "TieredCache",
+        "Cache", "dir-scan",
+    ]
+    /// Subjects that differ from another only in how they write: they run the set workload alone.
+    static let writeOnly: Set = ["DiskStore-flushed", "raw-file-nosync"]
     static let workloads = ["get-hit", "get-miss", "set", "open"]
 
     static let usage = """
         usage: cachekit bench --stores [options]
 
         Measures ns/op of the stores and their baselines, each doing the same work, in one run:
-          DiskStore     a file per entry, its own index          raw-file    open/pread/close to read;
-                                                                             temporary file, write, fsync,
+          DiskStore     a file per entry, its own index;          raw-file-nosync  temporary file,
+                        files not flushed (the default)                            write, rename (set)
+          DiskStore-flushed  the same, durability .powerLoss     raw-file    open/pread/close to read;
+                        (set)                                                temporary file, write, fsync,
                                                                              rename to write
           SQLiteStore   one WAL database                          raw-sqlite  one prepared SELECT or
                                                                               INSERT OR REPLACE on the
@@ -136,6 +143,7 @@ enum StoreBench {
             }
         var subjects: [(String, any StoreSubject)] = []
         for name in Self.subjects where options.subjects.contains(name) && name != "dir-scan" {
+            if writeOnly.contains(name) && workload != "set" { continue }
             let directory = options.root.appendingPathComponent("\(name)-\(workload)-\(valueBytes)")
             guard let subject = try makeSubject(name, directory: directory, capacity: entries) else { continue }
             try runBlocking {
@@ -256,10 +264,19 @@ enum StoreBench {
 
     static func printTable(_ rows: [Measured], _ options: Options) {
         print("cachekit bench --stores: \(options.entries) entries stored, median of \(options.repetitions) rounds")
-        let baselines = ["DiskStore": "raw-file", "SQLiteStore": "raw-sqlite", "TieredCache": "Cache"]
+        let baselines = [
+            "DiskStore": "raw-file", "DiskStore-flushed": "raw-file", "SQLiteStore": "raw-sqlite",
+            "TieredCache": "Cache",
+        ]
         let table = rows.map { measured -> [String] in
             let row = measured.row
-            let baseline = row.workload == "open" && row.subject != "dir-scan" ? "dir-scan" : baselines[row.subject]
+            let baseline =
+                switch (row.subject, row.workload) {
+                case (_, "open") where row.subject != "dir-scan": "dir-scan"
+                // Neither flushes the file it writes.
+                case ("DiskStore", "set"): "raw-file-nosync"
+                default: baselines[row.subject]
+                }
             let other = rows.first {
                 $0.row.subject == baseline && $0.row.workload == row.workload && $0.row.valueBytes == row.valueBytes
             }

@@ -25,8 +25,12 @@ func makeSubject(_ name: String, directory: URL, capacity: Int) throws -> (any S
     switch name {
     case "DiskStore":
         return try runBlocking { try await DiskStoreSubject(directory: directory) }
+    case "DiskStore-flushed":
+        return try runBlocking { try await DiskStoreSubject(directory: directory, durability: .powerLoss) }
     case "raw-file":
         return RawFileSubject(directory: directory)
+    case "raw-file-nosync":
+        return RawFileSubject(directory: directory, flushes: false)
     case "TieredCache":
         return try runBlocking {
             TieredSubject(
@@ -68,8 +72,8 @@ func runBlocking<T: Sendable, Failure: Error>(
 
 final class DiskStoreSubject: StoreSubject {
     let store: DiskStore
-    init(directory: URL) async throws {
-        store = try await DiskStore(directory: directory, byteLimit: Int.max / 2)
+    init(directory: URL, durability: DiskStore.Durability = .processCrash) async throws {
+        store = try await DiskStore(directory: directory, byteLimit: Int.max / 2, durability: durability)
     }
     func get(_ key: String) async throws -> Int { try await store.entry(forKey: key)?.value.count ?? 0 }
     func set(_ key: String, _ value: Data) async throws { try await store.setEntry(value, forKey: key, expiresAt: nil) }
@@ -93,10 +97,14 @@ final class CacheSubject: StoreSubject {
 }
 
 /// The same bytes with plain POSIX calls: a file per key; `open`/`pread`/`close` to read, a
-/// temporary file written, `fsync`ed and renamed into place to write.
+/// temporary file written, `fsync`ed (unless `flushes` is off) and renamed into place to write.
 final class RawFileSubject: StoreSubject {
     let directory: String
-    init(directory: URL) { self.directory = directory.path }
+    let flushes: Bool
+    init(directory: URL, flushes: Bool = true) {
+        self.directory = directory.path
+        self.flushes = flushes
+    }
 
     func get(_ key: String) async throws -> Int {
         let descriptor = open(directory + "/" + key, O_RDONLY)
@@ -115,7 +123,7 @@ final class RawFileSubject: StoreSubject {
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard descriptor >= 0 else { throw CacheStoreError.ioFailure(path: temporary, operation: "open", errno: errno) }
         let written = value.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        let synced = fsync(descriptor)
+        let synced = flushes ? fsync(descriptor) : 0
         closeDescriptor(descriptor)
         guard written == value.count, synced == 0, rename(temporary, path) == 0 else {
             throw CacheStoreError.ioFailure(path: path, operation: "write", errno: errno)

@@ -232,6 +232,22 @@ struct DiskStoreTests {
         try await second.close()
     }
 
+    @Test("entry files are flushed before their rename only with durability powerLoss", arguments: [false, true])
+    func durability(flushed: Bool) async throws {
+        let store = try await DiskStore(
+            directory: directory.url,
+            byteLimit: 1 << 20,
+            clock: .manual(clock),
+            durability: flushed ? .powerLoss : .processCrash
+        )
+        for i in 0..<3 { try await store.setEntry(testValue("k\(i)", i), forKey: "k\(i)", expiresAt: nil) }
+        #expect(store.faults.flushCount(of: .entryFile) == (flushed ? 3 : 0))
+        try await store.close()
+        let reopened = try await open()
+        for i in 0..<3 { #expect(try await reopened.entry(forKey: "k\(i)")?.value == testValue("k\(i)", i)) }
+        try await reopened.close()
+    }
+
     @Test("deleting the lock file of an open store does not let a second store open its directory")
     func lockFileDeleted() async throws {
         let store = try await open()

@@ -44,6 +44,7 @@ package enum _DiskWriteTarget: Int, Sendable, CaseIterable {
 /// or a failing device in the package's tests. Not API.
 package final class _DiskFaults: Sendable {
     private let errnos = _Mutex<[Int32?]>([nil, nil])
+    private let flushes = _Mutex<[Int]>([0, 0])
 
     init() {}
 
@@ -54,6 +55,15 @@ package final class _DiskFaults: Sendable {
 
     func failure(for target: _DiskWriteTarget) -> Int32? {
         errnos.withLock { $0[target.rawValue] }
+    }
+
+    /// How many files written to `target` were flushed (`fsync`) before their rename.
+    package func flushCount(of target: _DiskWriteTarget) -> Int {
+        flushes.withLock { $0[target.rawValue] }
+    }
+
+    func noteFlush(of target: _DiskWriteTarget) {
+        flushes.withLock { $0[target.rawValue] += 1 }
     }
 }
 
@@ -82,20 +92,27 @@ enum _DiskIO {
         }
     }
 
-    /// Creates `path` as a new file holding `bytes`, atomically: a temporary file written and
-    /// flushed (`fsync`), then renamed to `path`. Nothing is left at `temporary` on failure.
+    /// Creates `path` as a new file holding `bytes`, atomically: a temporary file written and,
+    /// when `flush` is set, flushed (`fsync`), then renamed to `path`. Nothing is left at
+    /// `temporary` on failure.
     static func writeAtomically(
         _ bytes: [UInt8],
         to path: String,
         temporary: String,
         target: _DiskWriteTarget,
-        faults: _DiskFaults
+        faults: _DiskFaults,
+        flush: Bool = true
     ) throws(CacheStoreError) {
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw .ioFailure(path: temporary, operation: "open", errno: errno) }
         do throws(CacheStoreError) {
             try write(bytes, to: descriptor, at: 0, path: temporary, target: target, faults: faults)
-            guard fsync(descriptor) == 0 else { throw .ioFailure(path: temporary, operation: "fsync", errno: errno) }
+            if flush {
+                faults.noteFlush(of: target)
+                guard fsync(descriptor) == 0 else {
+                    throw .ioFailure(path: temporary, operation: "fsync", errno: errno)
+                }
+            }
             guard rename(temporary, path) == 0 else {
                 throw .ioFailure(path: path, operation: "rename", errno: errno)
             }

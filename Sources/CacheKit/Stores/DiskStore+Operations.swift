@@ -104,7 +104,8 @@ extension DiskStore {
                 to: paths.entry(id),
                 temporary: paths.entryTemporary(id),
                 target: .entryFile,
-                faults: faults
+                faults: faults,
+                flush: durability == .powerLoss
             )
         } catch {
             failure = error
