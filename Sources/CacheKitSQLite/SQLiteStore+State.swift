@@ -231,11 +231,12 @@ package struct _SQLiteStoreState {
     /// a deadline would otherwise read back as a hit.
     static func checksum(key: String, value: Data, size: Int64, deadline: Date?) -> Int64 {
         var check = _CRC32C()
-        check.update(Array(key.utf8))
-        withUnsafeBytes(of: UInt64(bitPattern: size).littleEndian) { check.update($0) }
+        var key = key
+        key.withUTF8 { check.update(UnsafeRawBufferPointer($0)) }
+        let valueCheck = value.withUnsafeBytes { UInt64(_CRC32C.lanes(of: $0)) }
         let deadlineBits = deadline.map { $0.timeIntervalSinceReferenceDate.bitPattern } ?? .max
-        withUnsafeBytes(of: deadlineBits.littleEndian) { check.update($0) }
-        withUnsafeBytes(of: _CRC32C.lanes(of: value).littleEndian) { check.update($0) }
+        let fields = (UInt64(bitPattern: size).littleEndian, deadlineBits.littleEndian, valueCheck.littleEndian)
+        withUnsafeBytes(of: fields) { check.update($0) }
         return Int64(check.value)
     }
 }

@@ -16,6 +16,11 @@ package struct _CRC32C {
     package mutating func update(_ bytes: some ContiguousBytes) {
         state = bytes.withUnsafeBytes { _cachekit_crc32c(state, $0.baseAddress, $0.count) }
     }
+
+    /// `update` for bytes in memory, without a generic call.
+    package mutating func update(_ buffer: UnsafeRawBufferPointer) {
+        state = _cachekit_crc32c(state, buffer.baseAddress, buffer.count)
+    }
 }
 
 extension _CRC32C {
