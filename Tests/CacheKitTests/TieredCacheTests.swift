@@ -37,6 +37,31 @@ struct TieredCacheTests {
         #expect(second.statistics.memory.hitCount == 1)
     }
 
+    /// A key of the app's own: `Codable`, neither a string nor lossless as one.
+    struct Place: Hashable, Codable, Sendable {
+        var city: String
+        var zip: Int
+    }
+
+    @Test("every Codable key works by default: a struct's as sorted JSON, a UUID's as its string, a string as itself")
+    func codableKeysByDefault() async throws {
+        let store = InMemoryStore(clock: wall)
+        let places = TieredCache<Place, Int>(countLimit: 10, store: store, clock: wall)
+        try await places.setValue(1, forKey: Place(city: "Oslo", zip: 150))
+        #expect(await store.entries[#"{"city":"Oslo","zip":150}"#]?.value == json(1))
+        let placesAgain = TieredCache<Place, Int>(countLimit: 10, store: store, clock: wall)
+        #expect(await placesAgain.value(forKey: Place(city: "Oslo", zip: 150)) == 1, "read back from the store")
+
+        let id = UUID()
+        let byID = TieredCache<UUID, Int>(countLimit: 10, store: store, clock: wall)
+        try await byID.setValue(2, forKey: id)
+        #expect(await store.entries[id.uuidString]?.value == json(2))
+
+        let named = TieredCache<String, Int>(countLimit: 10, store: store, clock: wall)
+        try await named.setValue(3, forKey: "plain")
+        #expect(await store.entries["plain"]?.value == json(3), "a string key stays itself, not quoted JSON")
+    }
+
     @Test func concurrentMissesReadTheStoreAndLoadOnce() async throws {
         let store = InMemoryStore(clock: wall)
         let gate = Gate()

@@ -218,6 +218,101 @@ extension TieredCache where Value: Codable, Key: LosslessStringConvertible {
     }
 }
 
+extension TieredCache where Value: Codable, Key: Codable {
+    /// Creates a tiered cache whose values and keys cross to the store as JSON (``StoreCodec/json``,
+    /// ``StoreKeyEncoding/json``): any `Codable` key works, a struct's fields in sorted order so
+    /// that equal keys give equal strings; see
+    /// ``init(countLimit:totalCostLimit:policy:store:codec:keys:expiresAfter:writeMode:clock:cost:problemHandler:)``.
+    public convenience init(
+        countLimit: Int = 0,
+        totalCostLimit: Int = 0,
+        policy: EvictionPolicy = .default,
+        store: any CacheStore,
+        expiresAfter: Duration? = nil,
+        writeMode: WriteMode = .writeThrough,
+        clock: WallClock = .system,
+        cost: (@Sendable (Value) -> Int)? = nil,
+        problemHandler: (@Sendable (CacheStoreProblem) -> Void)? = nil
+    ) {
+        self.init(
+            countLimit: countLimit,
+            totalCostLimit: totalCostLimit,
+            policy: policy,
+            store: store,
+            codec: .json,
+            keys: .json,
+            expiresAfter: expiresAfter,
+            writeMode: writeMode,
+            clock: clock,
+            cost: cost,
+            problemHandler: problemHandler
+        )
+    }
+}
+
+extension TieredCache where Value: Codable, Key: Codable & LosslessStringConvertible {
+    /// Creates a tiered cache whose values cross to the store as JSON (``StoreCodec/json``) and
+    /// whose keys are their `description` (``StoreKeyEncoding/description``), for keys that are
+    /// both `Codable` and `LosslessStringConvertible` (strings, integers); see
+    /// ``init(countLimit:totalCostLimit:policy:store:codec:keys:expiresAfter:writeMode:clock:cost:problemHandler:)``.
+    public convenience init(
+        countLimit: Int = 0,
+        totalCostLimit: Int = 0,
+        policy: EvictionPolicy = .default,
+        store: any CacheStore,
+        expiresAfter: Duration? = nil,
+        writeMode: WriteMode = .writeThrough,
+        clock: WallClock = .system,
+        cost: (@Sendable (Value) -> Int)? = nil,
+        problemHandler: (@Sendable (CacheStoreProblem) -> Void)? = nil
+    ) {
+        self.init(
+            countLimit: countLimit,
+            totalCostLimit: totalCostLimit,
+            policy: policy,
+            store: store,
+            codec: .json,
+            keys: .description,
+            expiresAfter: expiresAfter,
+            writeMode: writeMode,
+            clock: clock,
+            cost: cost,
+            problemHandler: problemHandler
+        )
+    }
+}
+
+extension TieredCache where Value: Codable, Key == UUID {
+    /// Creates a tiered cache whose values cross to the store as JSON (``StoreCodec/json``) and
+    /// whose `UUID` keys are their `uuidString` (``StoreKeyEncoding/uuid``); see
+    /// ``init(countLimit:totalCostLimit:policy:store:codec:keys:expiresAfter:writeMode:clock:cost:problemHandler:)``.
+    public convenience init(
+        countLimit: Int = 0,
+        totalCostLimit: Int = 0,
+        policy: EvictionPolicy = .default,
+        store: any CacheStore,
+        expiresAfter: Duration? = nil,
+        writeMode: WriteMode = .writeThrough,
+        clock: WallClock = .system,
+        cost: (@Sendable (Value) -> Int)? = nil,
+        problemHandler: (@Sendable (CacheStoreProblem) -> Void)? = nil
+    ) {
+        self.init(
+            countLimit: countLimit,
+            totalCostLimit: totalCostLimit,
+            policy: policy,
+            store: store,
+            codec: .json,
+            keys: .uuid,
+            expiresAfter: expiresAfter,
+            writeMode: writeMode,
+            clock: clock,
+            cost: cost,
+            problemHandler: problemHandler
+        )
+    }
+}
+
 /// What a ``TieredCache`` has counted.
 public struct TieredCacheStatistics: Hashable, Sendable {
     /// The memory level's statistics (its hits are the tiered cache's memory hits).
