@@ -85,37 +85,38 @@ extension _SQLiteStoreState {
         guard version == Self.schemaVersion || version == 1 else {
             throw .corrupted(path: path, reason: "unknown schema version \(version)")
         }
+        // Schema 1 is schema 2 without the checksum column; both are checked before anything
+        // is written, then schema 1 gains the column.
+        try checkColumns(connection, ofReads: false, expected: version == 1 ? columns.dropLast() : columns[...])
+        try checkColumns(connection, ofReads: true, expected: readsColumns[...])
         if version == 1 { try addChecksums(connection) }
-        var found: [(name: String, primaryKey: Bool)] = []
-        try connection.run("PRAGMA table_info(cachekit_entries)") { row in
-            found.append((row.text(1), row.integer(5) != 0))
-        }
-        guard found.elementsEqual(columns, by: { $0.name == $1.name && $0.primaryKey == $1.primaryKey }) else {
-            let names = found.map(\.name).joined(separator: ", ")
-            throw .corrupted(path: path, reason: "the entries table has the columns [\(names)], not a store's")
-        }
-        var reads: [(name: String, primaryKey: Bool)] = []
-        try connection.run("PRAGMA table_info(cachekit_reads)") { row in
-            reads.append((row.text(1), row.integer(5) != 0))
-        }
-        guard reads.elementsEqual(readsColumns, by: { $0.name == $1.name && $0.primaryKey == $1.primaryKey }) else {
-            let names = reads.map(\.name).joined(separator: ", ")
-            throw .corrupted(path: path, reason: "the reads table has the columns [\(names)], not a store's")
-        }
         try enableWAL(connection)
     }
 
-    /// Brings a store of schema 1, whose rows carry no checksum, to this schema: adds the column
-    /// and fills it for every row, in one transaction (a crash leaves schema 1 as it was).
-    private static func addChecksums(_ connection: _SQLiteConnection) throws(CacheStoreError) {
-        var columnNames: [String] = []
-        try connection.run("PRAGMA table_info(cachekit_entries)") { row in columnNames.append(row.text(1)) }
-        guard columnNames == columns.dropLast().map(\.name) else {
+    /// Throws ``CacheKit/CacheStoreError/corrupted(path:reason:)`` unless the reads table (or the
+    /// entries table) has the `expected` columns (names and primary key), in order.
+    private static func checkColumns(
+        _ connection: _SQLiteConnection,
+        ofReads: Bool,
+        expected: ArraySlice<(name: String, primaryKey: Bool)>
+    ) throws(CacheStoreError) {
+        let query: _SQL = ofReads ? "PRAGMA table_info(cachekit_reads)" : "PRAGMA table_info(cachekit_entries)"
+        var found: [(name: String, primaryKey: Bool)] = []
+        try connection.run(query) { row in found.append((row.text(1), row.integer(5) != 0)) }
+        guard found.elementsEqual(expected, by: { $0.name == $1.name && $0.primaryKey == $1.primaryKey }) else {
+            let names = found.map(\.name).joined(separator: ", ")
+            let table = ofReads ? "reads" : "entries"
             throw .corrupted(
                 path: connection.path,
-                reason: "the entries table has the columns [\(columnNames.joined(separator: ", "))], not a store's"
+                reason: "the \(table) table has the columns [\(names)], not a store's"
             )
         }
+    }
+
+    /// Brings a store of schema 1, whose rows carry no checksum (and whose tables were checked),
+    /// to this schema: adds the column and fills it for every row, in one transaction (a crash
+    /// leaves schema 1 as it was).
+    private static func addChecksums(_ connection: _SQLiteConnection) throws(CacheStoreError) {
         do {
             try connection.begin()
             try connection.execute("ALTER TABLE cachekit_entries ADD COLUMN checksum INTEGER")

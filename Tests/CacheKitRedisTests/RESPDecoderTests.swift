@@ -108,6 +108,19 @@ struct RESPDecoderTests {
         #expect(Self.decode("*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", limits: limits).error != nil)
         #expect(Self.decode("+" + String(repeating: "a", count: 41), limits: limits).error != nil)
         #expect(Self.decode("+" + String(repeating: "a", count: 40), limits: limits).error == nil)
+        // One byte past the limit, CRLF and all in the buffer: refused, not waited on.
+        #expect(Self.decode("+" + String(repeating: "a", count: 41) + "\r\n", limits: limits).error != nil)
+        #expect(Self.decode("+" + String(repeating: "a", count: 40) + "\r\n", limits: limits).values.count == 1)
+    }
+
+    @Test("limits near Int.max are capped, so a huge length is refused instead of overflowing a sum")
+    func hugeLimitsAreCapped() {
+        let limits = RedisReplyLimits(maximumBulkLength: .max, maximumReplyBytes: .max)
+        guard case .protocolViolation = Self.decode("$9223372036854775807\r\n", limits: limits).error else {
+            Issue.record("a blob of Int.max bytes must be a violation")
+            return
+        }
+        #expect(limits.maximumBulkLength == 1 << 60)
     }
 
     @Test func deepNestingIsAViolationNotARecursion() {

@@ -89,4 +89,26 @@ struct SQLiteStoreChecksumTests {
         #expect(try reopened.integer("SELECT count(*) FROM cachekit_entries WHERE checksum IS NULL") == 0)
         reopened.close()
     }
+
+    @Test("a store of schema 1 whose reads table is not a store's is refused before anything is written")
+    func schemaOneCheckedBeforeWriting() async throws {
+        try await filledAndClosed()
+        let connection = try _SQLiteConnection(path: path)
+        try connection.execute("ALTER TABLE cachekit_entries DROP COLUMN checksum")
+        try connection.execute("ALTER TABLE cachekit_reads RENAME COLUMN access TO used")
+        try connection.execute("PRAGMA user_version = 1")
+        connection.close()
+        let error = await storeError { () async throws(CacheStoreError) in try await open() }
+        guard case .corrupted(_, let reason) = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("reads table"))
+        let after = try _SQLiteConnection(path: path)
+        #expect(try after.integer("PRAGMA user_version") == 1, "still schema 1")
+        #expect(
+            try after.integer("SELECT count(*) FROM pragma_table_info('cachekit_entries') WHERE name = 'checksum'") == 0
+        )
+        after.close()
+    }
 }

@@ -131,6 +131,11 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         // A possible length that runs past the end, in a record that whole records follow: damage,
         // not a torn append (which leaves a prefix of one record), in the first and the
         // next-to-last set records (k0 at 24, k3 at 24 + 3 × 38).
+        // And one whose damaged length ends it exactly at the file's end, failing its checksum.
+        var toTheEnd = original
+        let rest = UInt32(original.count - 24 - 8)
+        toTheEnd.replaceSubrange(24..<28, with: withUnsafeBytes(of: rest.littleEndian) { Data($0) })
+        damaged.append(toTheEnd)
         for (offset, pastTheEnd) in [(24, 8_000), (138, 4_000)] {
             var longer = original
             longer.replaceSubrange(

@@ -368,7 +368,8 @@ struct _DiskJournal {
                 }
                 let payload = UnsafeRawBufferPointer(rebasing: buffer[(offset + 8)..<(offset + 8 + length)])
                 guard _cachekit_crc32c(0, payload.baseAddress, payload.count) == crc else {
-                    if offset + 8 + length == buffer.count {
+                    // The last record, unless a damaged length made it end at the file's end.
+                    if offset + 8 + length == buffer.count, wholeRecord(in: buffer, after: offset) == nil {
                         replay.tornTail = "the last record, at offset \(offset), failed its checksum; it was cut off"
                         break
                     }

@@ -17,7 +17,8 @@ public struct RedisReplyLimits: Sendable, Hashable {
     /// and so does each value inside it).
     public var maximumReplyElements: Int
 
-    /// Limits with Redis's defaults for each part (512 MiB blobs, 2^24 elements in one aggregate,
+    /// Limits with Redis's defaults for each part (a value below a bound's least, or above 2^60,
+    /// is taken as that bound) (512 MiB blobs, 2^24 elements in one aggregate,
     /// 64 levels, 64 KiB lines), and for a whole reply 512 MiB and 2^22 values: a reply's decoded
     /// values then take at most about its bytes plus 100 MiB, whatever mix of small and large
     /// elements it sends.
@@ -29,11 +30,13 @@ public struct RedisReplyLimits: Sendable, Hashable {
         maximumReplyBytes: Int = 512 * 1024 * 1024,
         maximumReplyElements: Int = 1 << 22
     ) {
-        self.maximumBulkLength = max(0, maximumBulkLength)
-        self.maximumAggregateCount = max(0, maximumAggregateCount)
-        self.maximumNestingDepth = max(1, maximumNestingDepth)
-        self.maximumLineLength = max(32, maximumLineLength)
-        self.maximumReplyBytes = max(64, maximumReplyBytes)
-        self.maximumReplyElements = max(1, maximumReplyElements)
+        // Each at most 2^60, so that sums of lengths within the limits cannot overflow.
+        let ceiling = 1 << 60
+        self.maximumBulkLength = min(max(0, maximumBulkLength), ceiling)
+        self.maximumAggregateCount = min(max(0, maximumAggregateCount), ceiling)
+        self.maximumNestingDepth = min(max(1, maximumNestingDepth), ceiling)
+        self.maximumLineLength = min(max(32, maximumLineLength), ceiling)
+        self.maximumReplyBytes = min(max(64, maximumReplyBytes), ceiling)
+        self.maximumReplyElements = min(max(1, maximumReplyElements), ceiling)
     }
 }

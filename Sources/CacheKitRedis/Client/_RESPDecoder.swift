@@ -242,15 +242,17 @@ package struct _RESPDecoder {
         bytesScanned += cr.map { $0 - view.startIndex + 1 } ?? view.count
         if let cr {
             let offset = resume + (cr - view.startIndex)
+            // Before looking for the LF: a CR one past the limit is the last byte searched, and
+            // would otherwise be waited on for ever.
+            guard offset <= limits.maximumLineLength else {
+                throw .protocolViolation("line longer than \(limits.maximumLineLength) bytes")
+            }
             let next = cr + 1
             guard next < view.endIndex else {
                 lineScanned = offset  // the CR is the last byte so far: look again from it
                 return nil
             }
             guard view[next] == UInt8(ascii: "\n") else { throw .protocolViolation("CR without LF") }
-            guard offset <= limits.maximumLineLength else {
-                throw .protocolViolation("line longer than \(limits.maximumLineLength) bytes")
-            }
             return from + offset
         }
         if available > limits.maximumLineLength {
