@@ -83,6 +83,11 @@ package struct Arguments {
     /// The thread counts given for `name` (a comma-separated list, each from 1 to 64), or
     /// `defaultValue`.
     package func threadCounts(_ name: String, default defaultValue: [Int]) throws -> [Int] {
-        try list(name, default: defaultValue.map(String.init), allowed: (1...64).map(String.init)).compactMap(Int.init)
+        try list(name, default: defaultValue.map(String.init), allowed: nil).map { item in
+            guard let count = Int(item), (1...64).contains(count) else {
+                throw Failure(description: "--\(name): each count must be a whole number from 1 to 64 (got '\(item)')")
+            }
+            return count
+        }
     }
 }

@@ -19,7 +19,14 @@ let usage = """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 let subcommands: Set = ["simulate", "bench", "help"]
-// A first argument that is not a subcommand (an option, or a trace file) goes to simulate.
+// A first argument that is not a subcommand (an option, or a trace file) goes to simulate. A bare
+// word that names no file and does not look like a path is a mistyped subcommand instead.
+if let first = arguments.first, !subcommands.contains(first), !first.hasPrefix("-"),
+    !first.contains("/"), !first.contains("."), !FileManager.default.fileExists(atPath: first)
+{
+    FileHandle.standardError.write(Data("cachekit: unknown subcommand '\(first)'\n\n\(usage)\n".utf8))
+    exit(2)
+}
 let subcommand =
     ["--help", "-h"].contains(arguments.first ?? "")
     ? "help" : arguments.first.flatMap { subcommands.contains($0) ? $0 : nil } ?? "simulate"
@@ -40,6 +47,15 @@ do {
     FileHandle.standardError.write(Data("cachekit: \(error)\n".utf8))
     exit(1)
 } catch {
-    FileHandle.standardError.write(Data("cachekit: \(error)\n\n\(usage)\n".utf8))
+    // The usage of the subcommand whose options were wrong.
+    let help =
+        switch subcommand {
+        case "simulate": Simulate.usage
+        case "bench" where arguments.contains("--stores"): StoreBench.usage
+        case "bench" where arguments.contains("--redis"): RedisBench.usage
+        case "bench": Bench.usage
+        default: usage
+        }
+    FileHandle.standardError.write(Data("cachekit: \(error)\n\n\(help)\n".utf8))
     exit(2)
 }

@@ -431,6 +431,27 @@ struct CommandLineTests {
     }
 
     @Test(
+        "a mistyped subcommand is refused as one, and a bad option prints its subcommand's usage",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func unknownSubcommandAndUsage() throws {
+        let mistyped = try run(["frobnicate"])
+        #expect(mistyped.status == 2)
+        #expect(mistyped.errors.contains("unknown subcommand 'frobnicate'"), "\(mistyped.errors)")
+        let missingTrace = try run(["missing.trace"])
+        #expect(missingTrace.status != 0)
+        #expect(
+            !missingTrace.errors.contains("unknown subcommand"),
+            "a path-like name is a trace: \(missingTrace.errors)"
+        )
+        let badBenchFlag = try run(["bench", "--frobnicate", "1"])
+        #expect(badBenchFlag.status == 2)
+        #expect(badBenchFlag.errors.contains("usage: cachekit bench [options]"), "\(badBenchFlag.errors)")
+        let badSimulateFlag = try run(["simulate", "--frobnicate", "1"])
+        #expect(badSimulateFlag.errors.contains("usage: cachekit simulate"), "\(badSimulateFlag.errors)")
+    }
+
+    @Test(
         "a flag that would do nothing is refused, naming it",
         .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first"),
         arguments: [
