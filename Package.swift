@@ -28,7 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         // CacheKitMacros only (the @Memoized macro's implementation): CacheKit itself does not
         // depend on swift-syntax.
-        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", "603.0.0"..<"604.0.0"),
         // CacheKitRedis only (the Redis client's connections): CacheKit itself does not depend on
         // SwiftNIO.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
