@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import CompilerPluginSupport
 import PackageDescription
 
@@ -19,6 +19,18 @@ let package = Package(
         .library(name: "CacheKitSQLite", targets: ["CacheKitSQLite"]),
         .library(name: "CacheKitRedis", targets: ["CacheKitRedis"]),
         .executable(name: "cachekit", targets: ["CacheKitTool"]),
+    ],
+    // The levels and tools that bring a dependency are opt-in traits, so that a package depending on
+    // CacheKit resolves nothing else unless it asks for one: a package's dependencies are left
+    // unresolved when every reference to them is guarded by a trait that is off. `swift test` and
+    // `swift run cachekit` with the default traits (none) build the core, the simulator and the tool;
+    // `--enable-all-traits` builds and tests everything.
+    traits: [
+        .trait(name: "SQLite", description: "CacheKitSQLite: SQLiteStore, on the system's libsqlite3."),
+        .trait(name: "Redis", description: "CacheKitRedis: RedisStore and RedisClient, on SwiftNIO."),
+        .trait(name: "Macros", description: "CacheKitMacros: the @Memoized macro, on swift-syntax."),
+        .trait(name: "Observability", description: "CacheKitObservability: swift-log and swift-metrics."),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         // Documentation only (`swift package generate-documentation`); no target depends on it.
@@ -54,8 +66,8 @@ let package = Package(
             name: "CacheKitObservability",
             dependencies: [
                 "CacheKit",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Observability"])),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Observability"])),
             ]
         ),
         // The @Memoized macro: its declaration (CacheKitMacros, the product) and its compiler plugin
@@ -64,16 +76,16 @@ let package = Package(
         .macro(
             name: "CacheKitMacrosPlugin",
             dependencies: [
-                .product(name: "SwiftSyntax", package: "swift-syntax"),
-                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
-                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
-                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
-                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftSyntax", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax", condition: .when(traits: ["Macros"])),
             ]
         ),
         .target(
             name: "CacheKitMacros",
-            dependencies: ["CacheKit", "CacheKitMacrosPlugin"]
+            dependencies: ["CacheKit", .target(name: "CacheKitMacrosPlugin", condition: .when(traits: ["Macros"]))]
         ),
         // The system's SQLite (libsqlite3), for CacheKitSQLite only: CacheKit itself never needs it.
         // Apple's SDKs ship it; elsewhere pkg-config finds it.
@@ -85,7 +97,7 @@ let package = Package(
         // SQLiteStore: a CacheStore keeping many small values in one SQLite database.
         .target(
             name: "CacheKitSQLite",
-            dependencies: ["CacheKit", "CSQLite"]
+            dependencies: ["CacheKit", .target(name: "CSQLite", condition: .when(traits: ["SQLite"]))]
         ),
         // A Redis client (RESP3 with a RESP2 fallback, pipelined connections, a small pool and a push
         // connection for invalidations and pub/sub), in its own target so that only its users build
@@ -94,21 +106,9 @@ let package = Package(
             name: "CacheKitRedis",
             dependencies: [
                 "CacheKit",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Redis"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Redis"])),
             ]
-        ),
-        // A second process with a near cache over Redis, driven by the Redis tests a line at a time,
-        // and the writer and reader of their chaos run (not a product).
-        .executableTarget(
-            name: "CacheKitRedisHelper",
-            dependencies: ["CacheKit", "CacheKitRedis"]
-        ),
-        // Writes and removes entries of a SQLiteStore until killed: the SQLite crash test runs it
-        // (not a product).
-        .executableTarget(
-            name: "CacheKitSQLiteCrashHelper",
-            dependencies: ["CacheKit", "CacheKitSQLite"]
         ),
         // What `cachekit` needs from C and Swift cannot import (Linux's `prctl`).
         .target(name: "_CacheKitToolShims"),
@@ -122,8 +122,11 @@ let package = Package(
         .executableTarget(
             name: "CacheKitTool",
             dependencies: [
-                "CacheKit", "CacheKitSimulator", "CacheKitBenchSupport", "_CacheKitToolShims", "CacheKitSQLite",
-                "CSQLite", "CacheKitRedis",
+                "CacheKit", "CacheKitSimulator", "CacheKitBenchSupport", "_CacheKitToolShims",
+                .target(name: "CacheKitSQLite", condition: .when(traits: ["SQLite"])),
+                .target(name: "CSQLite", condition: .when(traits: ["SQLite"])),
+                .target(name: "CacheKitRedis", condition: .when(traits: ["Redis"])),
+                .target(name: "CacheKitTestSupport", condition: .when(traits: ["Redis"])),
             ]
         ),
         // Instruments that explain the performance figures (minimal LRU sketches, thread scaling,
@@ -132,21 +135,26 @@ let package = Package(
             name: "CacheKitLab",
             dependencies: ["CacheKit", "CacheKitSimulator", "CacheKitBenchSupport", "_CacheKitShims"]
         ),
-        // Saves a cache in a loop until killed: the persistence crash test runs it (not a product).
+        // The second processes the tests drive or kill (crash loops of persistence and both stores,
+        // a near cache over Redis), as subcommands of one executable (not a product).
         .executableTarget(
-            name: "CacheKitCrashHelper",
-            dependencies: ["CacheKit"]
+            name: "CacheKitTestHelper",
+            dependencies: [
+                "CacheKit", "CacheKitSimulator",
+                .target(name: "CacheKitSQLite", condition: .when(traits: ["SQLite"])),
+                .target(name: "CacheKitRedis", condition: .when(traits: ["Redis"])),
+            ]
         ),
-        // Writes and removes DiskStore entries in a loop until killed: the store's crash test runs
-        // it (not a product).
-        .executableTarget(
-            name: "CacheKitStoreCrashHelper",
-            dependencies: ["CacheKit"]
+        // What the tests and the level benchmarks share: a redis-server of their own and the lookup
+        // of built executables (not a product).
+        .target(
+            name: "CacheKitTestSupport",
+            dependencies: [.target(name: "CacheKitRedis", condition: .when(traits: ["Redis"]))]
         ),
         .testTarget(
             name: "CacheKitTests",
-            // The crash helpers are dependencies only so that SwiftPM builds them before the tests.
-            dependencies: ["CacheKit", "CacheKitCrashHelper", "CacheKitStoreCrashHelper", "_CacheKitShims"]
+            // The helper is a dependency only so that SwiftPM builds it before the tests.
+            dependencies: ["CacheKit", "CacheKitTestHelper", "CacheKitTestSupport", "_CacheKitShims"]
         ),
         .testTarget(
             name: "CacheKitSimulatorTests",
@@ -156,19 +164,20 @@ let package = Package(
         ),
         .testTarget(
             name: "CacheKitSQLiteTests",
-            // The crash helper is a dependency only so that SwiftPM builds it before the tests.
-            dependencies: ["CacheKitSQLite", "CacheKit", "CacheKitSQLiteCrashHelper"]
+            // The helper is a dependency only so that SwiftPM builds it before the tests.
+            dependencies: ["CacheKitSQLite", "CacheKit", "CacheKitTestHelper", "CacheKitTestSupport"]
         ),
         .testTarget(
             name: "CacheKitRedisTests",
             // The helper is a dependency only so that SwiftPM builds it before the tests.
             dependencies: [
-                "CacheKitRedisHelper",
+                "CacheKitTestHelper",
+                "CacheKitTestSupport",
                 "CacheKitRedis",
                 "CacheKit",
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: .when(traits: ["Redis"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Redis"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Redis"])),
             ]
         ),
         .testTarget(
@@ -176,21 +185,21 @@ let package = Package(
             dependencies: [
                 "CacheKitObservability",
                 "CacheKit",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Observability"])),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Observability"])),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Observability"])),
             ]
         ),
         .testTarget(
             name: "CacheKitMacrosTests",
             dependencies: [
                 "CacheKitMacros",
-                "CacheKitMacrosPlugin",
+                .target(name: "CacheKitMacrosPlugin", condition: .when(traits: ["Macros"])),
                 "CacheKit",
-                .product(name: "SwiftSyntax", package: "swift-syntax"),
-                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
-                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
-                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+                .product(name: "SwiftSyntax", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax", condition: .when(traits: ["Macros"])),
             ]
         ),
     ],

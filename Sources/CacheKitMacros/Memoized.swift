@@ -1,3 +1,4 @@
+#if Macros
 @_exported import CacheKit
 
 /// Memoizes a function or method: calls with arguments seen before return the stored result
@@ -217,3 +218,4 @@ public macro Memoized<Output>(
     isEnabled: Bool = true,
     keys: [String]? = nil
 ) = #externalMacro(module: "CacheKitMacrosPlugin", type: "MemoizedMacro")
+#endif

@@ -1,3 +1,4 @@
+#if Macros
 import SwiftDiagnostics
 import SwiftSyntax
 import SwiftSyntaxBuilder
@@ -576,3 +577,4 @@ struct MemoizedDiagnostic: DiagnosticMessage {
         self.diagnosticID = MessageID(domain: "CacheKitMacros", id: id)
     }
 }
+#endif

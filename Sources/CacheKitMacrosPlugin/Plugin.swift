@@ -1,3 +1,4 @@
+#if Macros
 import SwiftCompilerPlugin
 import SwiftSyntaxMacros
 
@@ -6,3 +7,11 @@ import SwiftSyntaxMacros
 struct CacheKitMacrosPlugin: CompilerPlugin {
     let providingMacros: [any Macro.Type] = [MemoizedMacro.self]
 }
+#else
+/// Without the Macros trait the plugin provides no macros (and CacheKitMacros declares none), so
+/// that building the package with its default traits never builds swift-syntax.
+@main
+struct CacheKitMacrosPlugin {
+    static func main() {}
+}
+#endif

@@ -1,3 +1,4 @@
+#if Observability
 import CacheKit
 
 extension Cache: MonitorableCache {
@@ -35,3 +36,4 @@ final class _SendableMonitorObserver<Key>: Sendable {
         observer?(activity)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Observability
 import CacheKit
 import Logging
 
@@ -170,3 +171,4 @@ public struct CacheActivityLogger: Sendable {
         logger.log(level: level, message, error: failure, metadata: metadata)
     }
 }
+#endif

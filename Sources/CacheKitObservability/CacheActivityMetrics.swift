@@ -1,3 +1,4 @@
+#if Observability
 import CacheKit
 import Metrics
 
@@ -174,3 +175,4 @@ public final class CacheActivityMetrics: Sendable {
         self.totalCost.set(totalCost)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Observability
 import CacheKit
 import Logging
 import Metrics
@@ -99,3 +100,4 @@ extension CacheActivity {
         }
     }
 }
+#endif

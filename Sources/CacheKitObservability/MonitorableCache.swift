@@ -1,3 +1,4 @@
+#if Observability
 import CacheKit
 import Logging
 import Metrics
@@ -124,3 +125,4 @@ extension MonitorableCache where ActivityObserver == (CacheActivity<Key>) -> Voi
         install(monitor, forwardingTo: observer)
     }
 }
+#endif

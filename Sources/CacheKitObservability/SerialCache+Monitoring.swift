@@ -1,3 +1,4 @@
+#if Observability
 import CacheKit
 
 extension SerialCache: MonitorableCache {
@@ -17,3 +18,4 @@ extension SerialCache: MonitorableCache {
         }
     }
 }
+#endif

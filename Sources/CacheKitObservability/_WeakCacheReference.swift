@@ -1,3 +1,4 @@
+#if Observability
 import CacheKit
 
 /// What a monitor reads from a cache it watches: its size.
@@ -25,3 +26,4 @@ final class _WeakCacheReference: @unchecked Sendable {
 
     init(_ object: any _CacheSize) { self.object = object }
 }
+#endif

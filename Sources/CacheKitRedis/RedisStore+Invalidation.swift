@@ -1,3 +1,4 @@
+#if Redis
 import CacheKit
 import Synchronization
 
@@ -149,3 +150,4 @@ final class _InvalidationListeners: Sendable {
         }
     }
 }
+#endif

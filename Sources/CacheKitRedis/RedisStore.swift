@@ -1,3 +1,4 @@
+#if Redis
 import CacheKit
 import Foundation
 import Synchronization
@@ -372,3 +373,4 @@ extension RedisStore.Invalidation {
         return nil
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 
 /// How ``RedisStore`` lays out an entry's value in Redis: a 12-byte header, then the value.
@@ -53,3 +54,4 @@ enum _RedisEntryFormat {
 struct _FormatFailure: Error {
     let reason: String
 }
+#endif

@@ -1,5 +1,6 @@
 // Opening a SQLiteStore: the lock, the connection, the schema check and the index. A file that is
 // not a CacheKit store, or one of a newer schema, is refused before anything is written to it.
+#if SQLite
 
 import CSQLite
 import CacheKit
@@ -181,3 +182,4 @@ extension _SQLiteStoreState {
         }
     }
 }
+#endif

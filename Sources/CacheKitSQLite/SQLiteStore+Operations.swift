@@ -1,6 +1,7 @@
 // The store's operations on its locked state: reads record their access in memory, writes run in
 // one transaction that also writes those records, drops expired entries and evicts what the
 // limits require.
+#if SQLite
 
 import CacheKit
 import Foundation
@@ -144,3 +145,4 @@ extension _SQLiteStoreState {
         if let failure { throw failure }
     }
 }
+#endif

@@ -1,6 +1,7 @@
 // What SQLiteStore guards with its lock: the connection, the in-memory eviction index, the access
 // records not yet written, and the problems to report once the lock is released. Plain state
 // and synchronous methods; SQLiteStore decides where they run.
+#if SQLite
 
 import CacheKit
 import Foundation
@@ -240,3 +241,4 @@ package struct _SQLiteStoreState {
         return Int64(check.value)
     }
 }
+#endif

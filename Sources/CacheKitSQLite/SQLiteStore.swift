@@ -1,3 +1,4 @@
+#if SQLite
 import CacheKit
 import Foundation
 import Synchronization
@@ -212,3 +213,4 @@ public final class SQLiteStore: CacheStore {
         try perform { state throws(CacheStoreError) in try state.close() }
     }
 }
+#endif

@@ -2,6 +2,7 @@
 // side file, held from open to close. A second store, in this process or another, fails to take
 // it and reports `locked`. The side file stays on disk: removing it would let two openers lock
 // two different files of the same name.
+#if SQLite
 
 import CacheKit
 import Foundation
@@ -28,3 +29,4 @@ final class _LockFile {
         descriptor = -1
     }
 }
+#endif

@@ -5,6 +5,7 @@
 // SQL written in the source is a `_SQL`: its statement is found by the address of the literal, a
 // one-word hash, where hashing the text would cost more than a small query's own work. SQL built
 // at run time is prepared once as a `_SQLiteStatement` and run through that.
+#if SQLite
 
 import CSQLite
 import CacheKit
@@ -256,3 +257,4 @@ package struct _SQLiteRow {
         return Data(bytes: bytes, count: Int(sqlite3_column_bytes(statement, index)))
     }
 }
+#endif

@@ -1,6 +1,8 @@
+#if Redis
 import CacheKit
 import CacheKitBenchSupport
 import CacheKitRedis
+import CacheKitTestSupport
 import Foundation
 import Synchronization
 
@@ -212,3 +214,21 @@ enum RedisBench {
         printAligned(header: ["subject", "workload", "ns/op", "vs"], rows: table, rightAligned: [2])
     }
 }
+#else
+import CacheKitBenchSupport
+
+/// Without the Redis trait, `bench --redis` says how to build the tool with it.
+enum RedisBench {
+    static let usage = """
+        usage: cachekit bench --redis [options]
+
+        Measures the Redis level against one GET round trip. This build of cachekit has no Redis
+        level: build it with CacheKit's Redis trait,
+          swift run -c release --traits Redis cachekit bench --redis
+        """
+
+    static func run(_ args: Arguments) throws {
+        throw Arguments.Failure(description: "bench --redis needs the Redis trait (swift run --traits Redis cachekit)")
+    }
+}
+#endif

@@ -13,10 +13,10 @@ import Darwin
 /// `TieredCache`) against plain POSIX file calls and plain SQLite statements doing the same work,
 /// all in one run.
 enum StoreBench {
-    static let subjects = [
-        "DiskStore", "raw-file", "DiskStore-flushed", "raw-file-nosync", "SQLiteStore", "raw-sqlite", "TieredCache",
-        "Cache", "dir-scan",
-    ]
+    static let subjects =
+        ["DiskStore", "raw-file", "DiskStore-flushed", "raw-file-nosync"] + sqliteSubjects + [
+            "TieredCache", "Cache", "dir-scan",
+        ]
     /// Subjects that differ from another only in how they write: they run the set workload alone.
     static let writeOnly: Set = ["DiskStore-flushed", "raw-file-nosync"]
     static let workloads = ["get-hit", "get-miss", "set", "open"]
@@ -34,6 +34,8 @@ enum StoreBench {
                                                                               INSERT OR REPLACE on the
                                                                               same table
           TieredCache   a Cache in front of a DiskStore           Cache       a plain Cache<String, Data>
+        SQLiteStore and raw-sqlite are measured where cachekit is built with CacheKit's SQLite trait
+        (swift run -c release --traits SQLite cachekit bench --stores).
         Workloads: get-hit (reads of stored keys; TieredCache's hit its memory level), get-miss
         (reads of absent keys), set (writes over the stored keys), each at every value size; and
         open (the time to open a DiskStore of --open-entries entries, against dir-scan: listing

@@ -1,3 +1,4 @@
+#if SQLite
 import CSQLite
 import CacheKit
 import CacheKitSQLite
@@ -6,6 +7,9 @@ import Synchronization
 
 /// The SQLite subjects of `bench --stores`: `SQLiteStore`, and `raw-sqlite`, the same table
 /// read and written with one prepared statement each.
+/// The subjects of `bench --stores` that need SQLite.
+let sqliteSubjects = ["SQLiteStore", "raw-sqlite"]
+
 func makeSQLiteSubject(_ name: String, directory: URL) throws -> (any StoreSubject)? {
     let path = directory.appendingPathComponent("store.sqlite")
     switch name {
@@ -118,3 +122,11 @@ final class RawSQLiteSubject: StoreSubject {
 
 /// `SQLITE_TRANSIENT`: SQLite copies what is bound (the C macro does not reach Swift).
 private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+#else
+import Foundation
+
+/// Without the SQLite trait, `bench --stores` measures the file subjects alone.
+let sqliteSubjects: [String] = []
+
+func makeSQLiteSubject(_ name: String, directory: URL) throws -> (any StoreSubject)? { nil }
+#endif

@@ -1,3 +1,4 @@
+#if Macros
 import CacheKitMacros
 import Synchronization
 import Testing
@@ -493,3 +494,4 @@ struct MemoizedBehaviourTests {
         #expect(UnwrappedLookups._memoized_find.statistics.hitCount == 1)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Macros
 import CacheKitMacrosPlugin
 import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacrosGenericTestSupport
@@ -467,3 +468,4 @@ struct MemoizedExpansionTests {
         )
     }
 }
+#endif

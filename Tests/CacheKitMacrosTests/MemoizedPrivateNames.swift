@@ -1,3 +1,4 @@
+#if Macros
 import CacheKitMacros
 
 // A private function named like one in MemoizedBehaviourTests.swift, sharing its cache: the two
@@ -8,3 +9,4 @@ private func describe(id: Int) -> String { "second file \(id)" }
 
 /// `describe(id:)` of this file, for the test in MemoizedBehaviourTests.swift.
 func describeFromSecondFile(_ id: Int) -> String { describe(id: id) }
+#endif

@@ -1,3 +1,4 @@
+#if Observability
 import CacheKit
 import CacheKitObservability
 import Logging
@@ -243,3 +244,4 @@ struct CacheActivityLoggerTests {
         #expect(levels.level(for: CacheActivity.load(key: 1, duration: .zero, error: LoadFailure())) == .warning)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Observability
 import CacheKit
 import CacheKitObservability
 import MetricsTestKit
@@ -193,3 +194,4 @@ struct CacheActivityMetricsTests {
         #expect(try read.entries == 1001)
     }
 }
+#endif

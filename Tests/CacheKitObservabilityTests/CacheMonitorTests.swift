@@ -1,3 +1,4 @@
+#if Observability
 import CacheKit
 import CacheKitObservability
 import MetricsTestKit
@@ -149,3 +150,4 @@ struct MainActorKey: CustomStringConvertible {
 }
 
 extension MainActorKey: @MainActor Hashable {}
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import CacheKitRedis
 import Foundation
 import Testing
@@ -193,3 +194,4 @@ struct NearCacheChaosTests {
         #expect(stale.last?.contains("nobody wrote") == true)
     }
 }
+#endif

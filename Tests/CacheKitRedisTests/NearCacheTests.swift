@@ -1,3 +1,4 @@
+#if Redis
 import CacheKit
 import CacheKitRedis
 import Foundation
@@ -181,3 +182,4 @@ struct NearCacheTests {
         try await local.close()
     }
 }
+#endif

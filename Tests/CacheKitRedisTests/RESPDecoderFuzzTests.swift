@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 import Testing
 
@@ -71,3 +72,4 @@ struct RESPDecoderFuzzTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 import Testing
 
@@ -184,3 +185,4 @@ struct RESPDecoderTests {
         #expect(decoder.bytesScanned <= 2 * bytes.count)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Testing
 
 @testable import CacheKitRedis
@@ -30,3 +31,4 @@ struct RedisBackoffTests {
         #expect(RedisClient.milliseconds(.seconds(-3)) == 1)
     }
 }
+#endif

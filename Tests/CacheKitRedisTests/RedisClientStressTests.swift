@@ -1,3 +1,4 @@
+#if Redis
 import CacheKitRedis
 import Testing
 
@@ -43,3 +44,4 @@ struct RedisClientStressTests {
         await #expect(throws: RedisError.closed) { try await client.ping() }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import CacheKitRedis
 import Testing
 
@@ -268,3 +269,4 @@ struct RedisClientTests {
         await client.close()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import CacheKitRedis
 import NIOConcurrencyHelpers
 import NIOCore
@@ -116,3 +117,4 @@ struct RedisFakeServerTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import CacheKitRedis
 import Testing
 
@@ -120,3 +121,4 @@ struct RedisPushConnectionTests {
         await #expect(throws: RedisError.closed) { _ = try await push.send("PING", []) }
     }
 }
+#endif

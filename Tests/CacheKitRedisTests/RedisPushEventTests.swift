@@ -1,3 +1,4 @@
+#if Redis
 import Testing
 
 @testable import CacheKitRedis
@@ -38,3 +39,4 @@ struct RedisPushEventTests {
         #expect(RedisPushConnection.event(for: .push(malformed)) == .push(malformed))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import CacheKit
 import CacheKitRedis
 import Foundation
@@ -174,3 +175,4 @@ struct RedisStoreTests {
         try await store.close()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLite
 import CacheKit
 import CacheKitSQLite
 import Foundation
@@ -112,3 +113,4 @@ struct SQLiteStoreChecksumTests {
         after.close()
     }
 }
+#endif

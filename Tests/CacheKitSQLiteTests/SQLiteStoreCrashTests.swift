@@ -1,5 +1,7 @@
+#if SQLite
 import CacheKit
 import CacheKitSQLite
+import CacheKitTestSupport
 import Foundation
 import Testing
 
@@ -7,13 +9,13 @@ import Testing
 /// must leave a database whose every entry is whole and within the limits.
 @Suite("SQLiteStore crash")
 struct SQLiteStoreCrashTests {
-    /// The crash helper's limits (Sources/CacheKitSQLiteCrashHelper/main.swift).
+    /// The crash helper's limits (Sources/CacheKitTestHelper/SQLiteStoreCrash.swift).
     static let countLimit = 40
     static let byteLimit = 4_000
 
     @Test(
         "a writer killed with SIGKILL at random moments leaves whole entries within the limits, 60 times",
-        .enabled(if: sqliteCrashHelper != nil, "CacheKitSQLiteCrashHelper not found; build it first"),
+        .enabled(if: sqliteCrashHelper != nil, Comment(rawValue: testHelperMissing)),
         .timeLimit(.minutes(1))
     )
     func killedWriter() async throws {
@@ -25,7 +27,7 @@ struct SQLiteStoreCrashTests {
         for run in 0..<60 {
             let process = Process()
             process.executableURL = helper
-            process.arguments = [path]
+            process.arguments = ["sqlite-store-crash", path]
             let output = Pipe()
             let errors = Pipe()
             process.standardOutput = output
@@ -76,3 +78,4 @@ struct SQLiteStoreCrashTests {
         #expect(sawEntries)
     }
 }
+#endif

@@ -1,5 +1,7 @@
+#if SQLite
 import CacheKit
 import CacheKitSQLite
+import CacheKitTestSupport
 import Foundation
 import Testing
 
@@ -43,7 +45,7 @@ struct SQLiteStoreFileTests {
 
     @Test(
         "a store in another process gets locked",
-        .enabled(if: sqliteCrashHelper != nil, "CacheKitSQLiteCrashHelper not found; build it first")
+        .enabled(if: sqliteCrashHelper != nil, Comment(rawValue: testHelperMissing))
     )
     func secondOpenerInAnotherProcess() async throws {
         let helper = try #require(sqliteCrashHelper)
@@ -189,3 +191,4 @@ struct SQLiteStoreFileTests {
         #expect(try Data(contentsOf: database) == before)
     }
 }
+#endif

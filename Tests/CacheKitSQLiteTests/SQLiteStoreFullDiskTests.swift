@@ -1,3 +1,4 @@
+#if SQLite
 import CacheKit
 import CacheKitSQLite
 import Foundation
@@ -100,3 +101,4 @@ struct SQLiteStoreFullDiskTests {
         try await store.close()
     }
 }
+#endif

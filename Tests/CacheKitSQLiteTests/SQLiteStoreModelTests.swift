@@ -1,3 +1,4 @@
+#if SQLite
 import CacheKit
 import CacheKitSQLite
 import Foundation
@@ -128,3 +129,4 @@ struct SplitMix: RandomNumberGenerator {
 
     mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }
+#endif

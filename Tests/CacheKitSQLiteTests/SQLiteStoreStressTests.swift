@@ -1,3 +1,4 @@
+#if SQLite
 import CacheKit
 import CacheKitSQLite
 import Foundation
@@ -83,3 +84,4 @@ final class Violations: Sendable {
 
     func record(_ violation: String) { list.withLock { $0.append(violation) } }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLite
 import CacheKit
 import CacheKitSQLite
 import Foundation
@@ -263,3 +264,4 @@ struct SQLiteStoreTests {
         try await store.close()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLite
 import CacheKit
 import CacheKitSQLite
 import Foundation
@@ -33,3 +34,4 @@ struct SQLiteStoreTieredTests {
         #expect(await storeError { () async throws(CacheStoreError) in try await reopened.usage() } != nil)
     }
 }
+#endif

@@ -1,5 +1,7 @@
+#if SQLite
 import CacheKit
 import CacheKitSQLite
+import CacheKitTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -43,28 +45,18 @@ func storeError<R>(_ body: () async throws(CacheStoreError) -> R) async -> Cache
     }
 }
 
-/// The crash helper, built next to the test bundle (the test target depends on it).
-let sqliteCrashHelper: URL? = {
-    var candidates: [URL] = []
-    if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
-    candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-    let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    candidates.append(package.appendingPathComponent(".build/debug"))
-    return candidates.map { $0.appendingPathComponent("CacheKitSQLiteCrashHelper") }
-        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-}()
+/// The crash helper: `CacheKitTestHelper sqlite-store-crash`.
+let sqliteCrashHelper = testHelper
 
 /// Runs the crash helper with `arguments` to its end and returns what it printed.
 func runHelper(_ helper: URL, _ arguments: [String], launcher: [String] = []) throws -> String {
     let process = Process()
     if let first = launcher.first {
         process.executableURL = URL(fileURLWithPath: first)
-        process.arguments = Array(launcher.dropFirst()) + [helper.path] + arguments
+        process.arguments = Array(launcher.dropFirst()) + [helper.path, "sqlite-store-crash"] + arguments
     } else {
         process.executableURL = helper
-        process.arguments = arguments
+        process.arguments = ["sqlite-store-crash"] + arguments
     }
     let output = Pipe()
     process.standardOutput = output
@@ -74,7 +66,7 @@ func runHelper(_ helper: URL, _ arguments: [String], launcher: [String] = []) th
     return text
 }
 
-// The value format of the crash helper (Sources/CacheKitSQLiteCrashHelper/main.swift): version
+// The value format of the crash helper (Sources/CacheKitTestHelper/SQLiteStoreCrash.swift): version
 // (8 bytes), key length (2 bytes) and UTF-8, bytes derived from key and version, FNV-1a checksum
 // (8 bytes) of all that.
 
@@ -97,3 +89,4 @@ func isValidCrashValue(_ value: Data, forKey key: String) -> Bool {
 private func fnv1a(_ bytes: [UInt8]) -> UInt64 {
     bytes.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
 }
+#endif

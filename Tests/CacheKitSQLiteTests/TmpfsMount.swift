@@ -1,3 +1,4 @@
+#if SQLite
 import Foundation
 
 #if canImport(Glibc)
@@ -51,3 +52,4 @@ final class TmpfsMount {
         return Int(info.f_bavail) * Int(info.f_frsize)
     }
 }
+#endif

@@ -1,4 +1,5 @@
 import CacheKit
+import CacheKitTestSupport
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Glibc
 @Suite("DiskStore crashes")
 struct DiskStoreCrashTests {
     /// The store crash helper, built next to the test bundle (the test target depends on it).
-    static let helper = builtExecutable(named: "CacheKitStoreCrashHelper")
+    static let helper = testHelper
 
     /// Whether `value` is one the helper writes for `key`, and its version if so (see the
     /// helper's `main.swift` for the format).
@@ -33,7 +34,7 @@ struct DiskStoreCrashTests {
 
     @Test(
         "after a SIGKILL at any moment every entry reads back as written or is reported and dropped, within the limits",
-        .enabled(if: helper != nil, "CacheKitStoreCrashHelper not found next to the test bundle; build it first")
+        .enabled(if: helper != nil, Comment(rawValue: testHelperMissing))
     )
     func killedAtRandomMoments() async throws {
         let helper = try #require(Self.helper)
@@ -42,7 +43,7 @@ struct DiskStoreCrashTests {
         for cycle in 0..<100 {
             let process = Process()
             process.executableURL = helper
-            process.arguments = [directory.url.path]
+            process.arguments = ["disk-store-crash", directory.url.path]
             let output = Pipe()
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice

@@ -272,13 +272,14 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         let place = StoreDirectory()
         try FileManager.default.createDirectory(at: place.url, withIntermediateDirectories: false)
         #expect(chmod(place.url.path, 0o755) == 0)
-        let helper = place.url.appendingPathComponent("CacheKitStoreCrashHelper")
+        let helper = place.url.appendingPathComponent("CacheKitTestHelper")
         try FileManager.default.copyItem(at: try #require(DiskStoreCrashTests.helper), to: helper)
         #expect(chmod(helper.path, 0o755) == 0)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         process.arguments = [
-            "--reuid=65534", "--regid=65534", "--clear-groups", helper.path, "--write-once", directory.url.path, key,
+            "--reuid=65534", "--regid=65534", "--clear-groups", helper.path, "disk-store-crash", "--write-once",
+            directory.url.path, key,
         ]
         let output = Pipe()
         let errors = Pipe()
@@ -296,7 +297,7 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         "a read-only directory fails writes with a typed error and loses nothing",
         .enabled(
             if: geteuid() != 0 || canRunAsNobody,
-            "root ignores file modes, and writing as nobody needs /usr/bin/setpriv and CacheKitStoreCrashHelper"
+            "root ignores file modes, and writing as nobody needs /usr/bin/setpriv and CacheKitTestHelper"
         )
     )
     func readOnlyDirectory() async throws {

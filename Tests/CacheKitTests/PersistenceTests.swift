@@ -1,3 +1,4 @@
+import CacheKitTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -902,11 +903,11 @@ struct PersistenceTests {
     // MARK: Crash test
 
     /// The crash helper, built next to the test bundle (the test target depends on it).
-    static let crashHelper = builtExecutable(named: "CacheKitCrashHelper")
+    static let crashHelper = testHelper
 
     @Test(
         "a cleaner in another process never makes a save in flight fail (the window before its lock)",
-        .enabled(if: crashHelper != nil, "CacheKitCrashHelper not found next to the test bundle; build it first")
+        .enabled(if: crashHelper != nil, Comment(rawValue: testHelperMissing))
     )
     func cleanerNeverBreaksASave() throws {
         let helper = try #require(Self.crashHelper)
@@ -914,7 +915,7 @@ struct PersistenceTests {
         let url = directory.file()
         let process = Process()
         process.executableURL = helper
-        process.arguments = [url.path, "1"]  // tiny saves: many temporary files a second
+        process.arguments = ["persistence-crash", url.path, "1"]  // tiny saves: many temporary files a second
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
@@ -1015,7 +1016,7 @@ struct PersistenceTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         process.arguments = [
             "--pid", "--fork", "--kill-child", "/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/setpriv",
-            "--reuid=65534", "--regid=65534", "--clear-groups", helper.path, path, "1",
+            "--reuid=65534", "--regid=65534", "--clear-groups", helper.path, "persistence-crash", path, "1",
         ]
         let output = Pipe()
         process.standardOutput = output
@@ -1036,7 +1037,7 @@ struct PersistenceTests {
 
     @Test(
         "a process killed with SIGKILL while saving leaves the previous or the new snapshot, 100 times",
-        .enabled(if: crashHelper != nil, "CacheKitCrashHelper not found next to the test bundle; build it first"),
+        .enabled(if: crashHelper != nil, Comment(rawValue: testHelperMissing)),
         .timeLimit(.minutes(1))
     )
     func crash() throws {
@@ -1051,7 +1052,7 @@ struct PersistenceTests {
         for run in 0..<100 {
             let process = Process()
             process.executableURL = helper
-            process.arguments = [url.path, String(count)]
+            process.arguments = ["persistence-crash", url.path, String(count)]
             let output = Pipe()
             let errors = Pipe()
             process.standardOutput = output

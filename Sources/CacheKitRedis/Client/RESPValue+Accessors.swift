@@ -1,3 +1,4 @@
+#if Redis
 extension RESPValue {
     /// The bytes of a blob, simple or verbatim string; `nil` for any other value.
     public var bytes: [UInt8]? {
@@ -25,3 +26,4 @@ extension RESPValue {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 extension RESPValue: CustomStringConvertible {
     /// A short rendering for messages: strings quoted, binary bytes escaped, long values cut.
     public var description: String {
@@ -55,3 +56,4 @@ extension RESPValue: CustomStringConvertible {
         text += close
     }
 }
+#endif

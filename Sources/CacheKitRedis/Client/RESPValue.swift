@@ -3,6 +3,7 @@
 /// Binary data is `[UInt8]`: blob strings hold any bytes. An error reply to a command is thrown as
 /// ``RedisError/server(message:)`` and is never a value; `.error` appears only inside aggregate
 /// replies, such as the results of `EXEC`.
+#if Redis
 public enum RESPValue: Sendable, Hashable {
     /// A simple string (`+OK`).
     case simpleString(String)
@@ -31,3 +32,4 @@ public enum RESPValue: Sendable, Hashable {
     /// An error inside an aggregate reply, its text exactly as the server sent it.
     case error(String)
 }
+#endif

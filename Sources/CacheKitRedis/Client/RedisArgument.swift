@@ -1,4 +1,5 @@
 /// One argument of a Redis command: the bytes sent as a blob string.
+#if Redis
 public struct RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
     /// The bytes sent.
     public var bytes: [UInt8]
@@ -28,3 +29,4 @@ public struct RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral, Exp
         self.init(value)
     }
 }
+#endif

@@ -1,5 +1,6 @@
 /// How long a connection waits before its next attempt after failed ones: a delay that starts at
 /// `initial` and doubles with each failure up to `maximum`, with optional random jitter.
+#if Redis
 public struct RedisBackoff: Sendable, Hashable {
     /// The delay after the first failure.
     public var initial: Duration
@@ -29,3 +30,4 @@ public struct RedisBackoff: Sendable, Hashable {
         return delay * Double.random(in: 0.5...1.0)
     }
 }
+#endif

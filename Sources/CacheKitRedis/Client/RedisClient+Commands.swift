@@ -1,3 +1,4 @@
+#if Redis
 extension RedisClient {
     /// The value of `key`, or `nil` when it has none (`GET`).
     public func get(_ key: String) async throws(RedisError) -> [UInt8]? {
@@ -120,3 +121,4 @@ extension RedisClient {
         return max(1, Int(wholeSeconds.addingReportingOverflow(fraction).partialValue))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import CacheKit
 import Synchronization
 
@@ -187,3 +188,4 @@ public final class RedisClient: Sendable {
         return .failure(.closed)
     }
 }
+#endif

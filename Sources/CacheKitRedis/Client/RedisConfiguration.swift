@@ -5,6 +5,7 @@
 /// let client = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: 6379, password: "s3cret"))
 /// try await client.set("greeting", to: Array("hello".utf8), expiresAfter: .seconds(60))
 /// ```
+#if Redis
 public struct RedisConfiguration: Sendable, Hashable {
     /// The server's host name or address.
     public var host: String
@@ -59,3 +60,4 @@ public struct RedisConfiguration: Sendable, Hashable {
         self.replyLimits = replyLimits
     }
 }
+#endif

@@ -1,4 +1,5 @@
 /// What a Redis command or connection can fail with.
+#if Redis
 public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The server answered with an error reply; its text exactly as sent (`"WRONGTYPE Operation
     /// against a key holding the wrong kind of value"`, `"NOAUTH Authentication required."`).
@@ -30,3 +31,4 @@ public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+#endif

@@ -1,4 +1,5 @@
 /// The version of the Redis serialization protocol a connection speaks.
+#if Redis
 public enum RedisProtocolVersion: Sendable, Hashable {
     /// `HELLO 3`, falling back to RESP2 when the server does not know `HELLO` or refuses version 3.
     case automatic
@@ -7,3 +8,4 @@ public enum RedisProtocolVersion: Sendable, Hashable {
     /// RESP3 only: a server that refuses `HELLO 3` fails the connection.
     case resp3
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import CacheKit
 import Synchronization
 
@@ -230,3 +231,4 @@ public final class RedisPushConnection: Sendable {
         return .message(channel: channel, payload: bytes)
     }
 }
+#endif

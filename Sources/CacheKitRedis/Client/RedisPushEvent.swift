@@ -1,4 +1,5 @@
 /// What a ``RedisPushConnection`` reports: its state, and the pushes the server sends it.
+#if Redis
 public enum RedisPushEvent: Sendable, Hashable {
     /// Connected, and every setup command has succeeded: pushes flow from here on (after each
     /// reconnection too).
@@ -14,3 +15,4 @@ public enum RedisPushEvent: Sendable, Hashable {
     /// Any other push, its elements as sent.
     case push([RESPValue])
 }
+#endif

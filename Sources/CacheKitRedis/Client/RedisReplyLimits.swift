@@ -1,6 +1,7 @@
 /// Bounds on the replies a connection accepts: a reply beyond any of them is a
 /// ``RedisError/protocolViolation(_:)`` and closes the connection, so that a faulty or hostile peer
 /// can neither crash the process nor make it allocate without bound.
+#if Redis
 public struct RedisReplyLimits: Sendable, Hashable {
     /// The longest blob string, blob error or verbatim string, in bytes (Redis's own is 512 MiB).
     public var maximumBulkLength: Int
@@ -40,3 +41,4 @@ public struct RedisReplyLimits: Sendable, Hashable {
         self.maximumReplyElements = min(max(1, maximumReplyElements), ceiling)
     }
 }
+#endif

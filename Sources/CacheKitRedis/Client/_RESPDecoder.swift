@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 
 /// An incremental RESP2/RESP3 decoder with bounded memory and depth.
@@ -308,3 +309,4 @@ package struct _RESPDecoder {
         return digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 
 /// Writes commands as RESP arrays of blob strings, the form every Redis version accepts.
@@ -19,3 +20,4 @@ enum _RESPEncoder {
         arguments.reduce(command.utf8.count + 32) { $0 + $1.bytes.count + 16 }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 
 /// The pipeline of one Redis connection: writes commands as they come, keeps a FIFO of the promises
@@ -277,3 +278,4 @@ final class _RedisChannelHandler: ChannelInboundHandler, @unchecked Sendable {
         entry.promise.succeed(value)
     }
 }
+#endif

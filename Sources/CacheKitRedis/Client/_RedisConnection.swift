@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 import NIOPosix
 
@@ -118,3 +119,4 @@ final class _RedisConnection: Sendable {
         try? await channel.closeFuture.get()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Observability
 import Logging
 import Synchronization
 
@@ -58,3 +59,4 @@ struct CapturingLogHandler: LogHandler {
         )
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Observability
 import Synchronization
 
 /// A key that counts how often it is turned into a string, to prove a filtered or redacted log
@@ -26,3 +27,4 @@ struct CountingKey: Hashable, Sendable, CustomStringConvertible {
 struct LoadFailure: Error, Equatable, CustomStringConvertible {
     var description: String { "backend unavailable" }
 }
+#endif

@@ -1,8 +1,10 @@
+#if Redis
+import CacheKitTestSupport
 import Foundation
 import Synchronization
 
-/// A `CacheKitRedisHelper` process: a second process with a near cache, driven a line at a time
-/// (its commands are listed in its `main.swift`).
+/// A `CacheKitTestHelper redis` process: a second process with a near cache, driven a line at a time
+/// (its commands are listed in `Sources/CacheKitTestHelper/RedisNearCache.swift`).
 final class HelperProcess: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -20,21 +22,13 @@ final class HelperProcess: @unchecked Sendable {
     }
 
     /// The helper, built beside the test bundle (the test target depends on it).
-    static var executable: URL? {
-        let candidates = [
-            Bundle.main.executableURL?.deletingLastPathComponent(),
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            Bundle.main.bundleURL.deletingLastPathComponent(),
-        ]
-        return candidates.compactMap { $0?.appendingPathComponent("CacheKitRedisHelper") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
+    static var executable: URL? { testHelper }
 
     /// Starts the helper with `arguments`.
     init(_ arguments: [String]) throws {
-        guard let executable = Self.executable else { throw Failure(description: "CacheKitRedisHelper is not built") }
+        guard let executable = Self.executable else { throw Failure(description: testHelperMissing) }
         process.executableURL = executable
-        process.arguments = arguments
+        process.arguments = ["redis"] + arguments
         process.standardInput = input
         process.standardOutput = output
         let handle = output.fileHandleForReading
@@ -87,3 +81,4 @@ final class HelperProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import CacheKitRedis
 
 /// Retries `body` until it succeeds, for at most `timeout` (generous: a full
@@ -23,3 +24,4 @@ func isConnectionClosed(_ error: any Error) -> Bool {
     if case .connectionClosed = error as? RedisError { return true }
     return false
 }
+#endif

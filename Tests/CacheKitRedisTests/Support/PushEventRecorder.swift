@@ -1,3 +1,4 @@
+#if Redis
 import CacheKit
 import CacheKitRedis
 import Synchronization
@@ -59,3 +60,4 @@ extension RedisPushEvent {
         return false
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 @testable import CacheKitRedis
 
 /// Encodes replies the way a RESP3 server does, for feeding the decoder.
@@ -79,3 +80,4 @@ enum RESPWriter {
         return String((0..<count).map { _ in letters.randomElement(using: &generator)! })
     }
 }
+#endif

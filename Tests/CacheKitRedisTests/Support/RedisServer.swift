@@ -1,4 +1,6 @@
+#if Redis
 import CacheKitRedis
+import CacheKitTestSupport
 import Foundation
 import Testing
 
@@ -27,3 +29,4 @@ extension RedisServerProcess {
     static let skipMessage: Comment =
         "redis-server is not on PATH (apt-get install redis-server); these tests run in CI"
 }
+#endif

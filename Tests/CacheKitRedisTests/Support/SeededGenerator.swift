@@ -1,4 +1,5 @@
 /// SplitMix64: a deterministic generator, so that a failing random test repeats with its seed.
+#if Redis
 struct SeededGenerator: RandomNumberGenerator {
     private var state: UInt64
 
@@ -14,3 +15,4 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+#endif

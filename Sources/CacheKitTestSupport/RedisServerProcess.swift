@@ -1,3 +1,5 @@
+#if Redis
+import CacheKitRedis
 import Foundation
 
 #if canImport(Glibc)
@@ -225,3 +227,4 @@ package final class RedisServerProcess: @unchecked Sendable {
         return text.hasPrefix("+PONG") || text.hasPrefix("-NOAUTH")
     }
 }
+#endif

@@ -1,8 +1,9 @@
 // A second process with a near cache: a `TieredCache<String, String>` over a `RedisStore`, so
 // that the Redis tests can check coherence across processes. Not a product.
 //
-// Usage: CacheKitRedisHelper PORT PREFIX INVALIDATION [PASSWORD]
-//        CacheKitRedisHelper --chaos PORT PREFIX INVALIDATION ID WRITERS READERS OPERATIONS KEYS SEED LOG
+// Usage: CacheKitTestHelper redis PORT PREFIX INVALIDATION [PASSWORD]
+//        CacheKitTestHelper redis --chaos PORT PREFIX INVALIDATION ID WRITERS READERS OPERATIONS KEYS SEED
+//                                 LOG
 //
 // INVALIDATION is `tracking` or `channel:NAME`. The ping interval is 100 ms and the command
 // timeout 1 s, so that a lost connection is found quickly.
@@ -27,26 +28,30 @@
 // waits 0.3 ms after each read. Progress
 // goes to standard output as `progress N` every 100 operations, and `done` at the end; the helper
 // then waits for `quit` (or the end of its input) before it exits.
+#if Redis
 import CacheKit
 import CacheKitRedis
+import CacheKitSimulator
 import Foundation
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-struct Failed: Error {}
+private struct Failed: Error {}
 
-/// Writes `line` to standard output at once.
-func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-
-func monotonicNanoseconds() -> UInt64 {
+private func monotonicNanoseconds() -> UInt64 {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC, &time)
     return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }
 
-func makeCache(port: Int, prefix: String, invalidation: String, password: String?) -> TieredCache<String, String> {
+private func makeCache(
+    port: Int,
+    prefix: String,
+    invalidation: String,
+    password: String?
+) -> TieredCache<String, String> {
     let mode: RedisStore.Invalidation =
         invalidation.hasPrefix("channel:") ? .channel(String(invalidation.dropFirst("channel:".count))) : .tracking
     let configuration = RedisConfiguration(
@@ -66,7 +71,7 @@ func makeCache(port: Int, prefix: String, invalidation: String, password: String
 }
 
 /// Polls `condition` every millisecond for at most 60 seconds.
-func waitUntil(_ condition: () -> Bool) async -> Bool {
+private func waitUntil(_ condition: () -> Bool) async -> Bool {
     for _ in 0..<60_000 {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(1))
@@ -74,7 +79,7 @@ func waitUntil(_ condition: () -> Bool) async -> Bool {
     return condition()
 }
 
-func interactive(_ cache: TieredCache<String, String>) async {
+private func interactive(_ cache: TieredCache<String, String>) async {
     while let line = readLine() {
         let words = line.split(separator: " ", maxSplits: 2).map(String.init)
         guard let command = words.first else { continue }
@@ -119,20 +124,8 @@ func interactive(_ cache: TieredCache<String, String>) async {
     }
 }
 
-/// A small seeded generator (SplitMix64), so that a failing chaos run can be repeated.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The chaos log: lines appended by many tasks, one write each.
-final class Log: Sendable {
+private final class Log: Sendable {
     let handle: FileHandle
     init(path: String) throws {
         _ = FileManager.default.createFile(atPath: path, contents: nil)
@@ -143,7 +136,7 @@ final class Log: Sendable {
 }
 
 /// Counts the operations of a chaos run done, and reports progress.
-actor Counter {
+private actor Counter {
     var done = 0
     func count() {
         done += 1
@@ -151,7 +144,7 @@ actor Counter {
     }
 }
 
-func chaos(_ arguments: [String]) async throws {
+private func chaos(_ arguments: [String]) async throws {
     guard arguments.count == 12, let port = Int(arguments[2]), let writers = Int(arguments[6]),
         let readers = Int(arguments[7]), let operations = Int(arguments[8]), let keys = Int(arguments[9]),
         let seed = UInt64(arguments[10])
@@ -169,7 +162,7 @@ func chaos(_ arguments: [String]) async throws {
     await withTaskGroup(of: Void.self) { group in
         for worker in 0..<(writers + readers) {
             group.addTask {
-                var random = SplitMix(state: seed &* 1_000 &+ UInt64(worker))
+                var random = SplitMix64(seed: seed &* 1_000 &+ UInt64(worker))
                 var written = 0
                 for _ in 0..<share {
                     let key = "c\(Int.random(in: 0..<keys, using: &random))"
@@ -204,18 +197,24 @@ func chaos(_ arguments: [String]) async throws {
     while let line = readLine(), line != "quit" {}
 }
 
-let arguments = CommandLine.arguments
-if arguments.count > 1, arguments[1] == "--chaos" {
-    try await chaos(arguments)
-} else if arguments.count == 4 || arguments.count == 5, let port = Int(arguments[1]) {
-    let cache = makeCache(
-        port: port,
-        prefix: arguments[2],
-        invalidation: arguments[3],
-        password: arguments.count == 5 ? arguments[4] : nil
-    )
-    await interactive(cache)
-} else {
-    FileHandle.standardError.write(Data("usage: CacheKitRedisHelper PORT PREFIX INVALIDATION [PASSWORD]\n".utf8))
-    exit(2)
+/// `redis [--chaos] PORT …` (`arguments[0]` is the subcommand).
+func redisNearCache(_ arguments: [String]) async throws -> Never {
+    if arguments.count > 1, arguments[1] == "--chaos" {
+        try await chaos(arguments)
+    } else if arguments.count == 4 || arguments.count == 5, let port = Int(arguments[1]) {
+        let cache = makeCache(
+            port: port,
+            prefix: arguments[2],
+            invalidation: arguments[3],
+            password: arguments.count == 5 ? arguments[4] : nil
+        )
+        await interactive(cache)
+    } else {
+        FileHandle.standardError.write(
+            Data("usage: CacheKitTestHelper redis PORT PREFIX INVALIDATION [PASSWORD]\n".utf8)
+        )
+        exit(2)
+    }
+    exit(0)
 }
+#endif
