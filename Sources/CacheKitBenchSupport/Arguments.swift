@@ -1,3 +1,4 @@
+import CacheKitSimulator
 import Foundation
 
 /// A small command-line parser: `--flag value`, `--flag=value` and boolean `--flag`.
@@ -19,7 +20,12 @@ package struct Arguments {
         var i = 0
         while i < arguments.count {
             let argument = arguments[i]
-            guard argument.hasPrefix("--") else { throw Failure(description: "unexpected argument '\(argument)'") }
+            guard argument.hasPrefix("--") else {
+                throw Failure(
+                    description: "unexpected "
+                        + "argument '\(TraceError.escaped(argument))'"
+                )
+            }
             var name = String(argument.dropFirst(2))
             var inlineValue: String?
             if let equals = name.firstIndex(of: "=") {
@@ -55,7 +61,7 @@ package struct Arguments {
         guard let text = values[name] else { return defaultValue }
         guard let value = Int(text.replacingOccurrences(of: "_", with: "")), value >= minimum, value <= maximum else {
             let range = maximum == .max ? ">= \(minimum)" : "from \(minimum) to \(maximum)"
-            throw Failure(description: "--\(name) must be a whole number \(range) (got '\(text)')")
+            throw Failure(description: "--\(name) must be a whole number \(range) (got '\(TraceError.escaped(text))')")
         }
         return value
     }
@@ -72,7 +78,8 @@ package struct Arguments {
         if let allowed {
             for item in items where !allowed.contains(item) {
                 throw Failure(
-                    description: "--\(name): unknown value '\(item)' (choose from \(allowed.joined(separator: ", ")))"
+                    description: "--\(name): unknown value '\(TraceError.escaped(item))' "
+                        + "(choose from \(allowed.joined(separator: ", ")))"
                 )
             }
         }
@@ -85,7 +92,10 @@ package struct Arguments {
     package func threadCounts(_ name: String, default defaultValue: [Int]) throws -> [Int] {
         try list(name, default: defaultValue.map(String.init), allowed: nil).map { item in
             guard let count = Int(item), (1...64).contains(count) else {
-                throw Failure(description: "--\(name): each count must be a whole number from 1 to 64 (got '\(item)')")
+                throw Failure(
+                    description: "--\(name): each count must be a whole number from "
+                        + "1 to 64 (got '\(TraceError.escaped(item))')"
+                )
             }
             return count
         }

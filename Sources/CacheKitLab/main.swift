@@ -1,4 +1,5 @@
 import CacheKitBenchSupport
+import CacheKitSimulator
 import Foundation
 
 // CacheKitLab: instruments that explain CacheKit's performance figures (not a product; run from
@@ -42,7 +43,7 @@ do {
     case "help", "--help", "-h":
         print(usage)
     default:
-        throw Arguments.Failure(description: "unknown subcommand '\(subcommand)'")
+        throw Arguments.Failure(description: "unknown subcommand '\(TraceError.escaped(subcommand))'")
     }
 } catch {
     FileHandle.standardError.write(Data("CacheKitLab: \(error)\n\n\(usage)\n".utf8))

@@ -20,7 +20,8 @@
 ///
 /// ```swift
 /// func weather(for location: Location) async throws -> Weather {
-///     try await self._memoized_weather.call(arguments: CacheKit.MemoArguments(location)) { () async throws -> Weather in
+///     try await self._memoized_weather.call(arguments: CacheKit.MemoArguments(location)) {
+///         () async throws -> Weather in
 ///         try await self._uncached_weather(for: location)
 ///     }
 /// }

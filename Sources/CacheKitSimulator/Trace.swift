@@ -62,7 +62,9 @@ public enum TraceFormat: String, Sendable, CaseIterable {
 ///
 /// The text a case quotes from the file (`text`, `header`) and the column name hold at most
 /// ``maxQuotedCharacters`` characters (Unicode scalars), followed by `…` when the input was
-/// longer; ``description`` quotes no more, so that a message stays short whatever the input.
+/// longer; ``description`` quotes no more, so that a message stays short whatever the input. It
+/// writes control characters of a quote or a path escaped (`\n`, `\r`, `\t`, `\u{1B}`), so that a
+/// message never moves the terminal's cursor or rings its bell.
 public enum TraceError: Error, Equatable, CustomStringConvertible {
     /// The file could not be opened or read.
     case unreadable(path: String, reason: String)
@@ -90,22 +92,46 @@ public enum TraceError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unreadable(let path, let reason):
-            "\(path): cannot read: \(reason)"
+            "\(Self.escaped(path)): cannot read: \(reason)"
         case .unknownFormat(let path):
-            "\(path): unknown trace format; name it with --format (\(TraceFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
+            "\(Self.escaped(path)): unknown trace format; name it with --format "
+                + "(\(TraceFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
         case .malformedLine(let path, let line, let text, let expected):
-            "\(path):\(line): malformed line '\(Self.quote(text))': expected \(expected)"
+            "\(Self.escaped(path)):\(line): malformed line '\(Self.escaped(Self.quote(text)))': expected \(expected)"
         case .missingColumn(let path, let line, let column, let header):
-            "\(path):\(line): no column '\(Self.quote(column))' in the header '\(Self.quote(header))'"
+            "\(Self.escaped(path)):\(line): no column '\(Self.escaped(Self.quote(column)))' in "
+                + "the header '\(Self.escaped(Self.quote(header)))'"
         case .truncatedRecord(let path, let offset):
-            "\(path): truncated 24-byte record at byte \(offset)"
+            "\(Self.escaped(path)): truncated 24-byte record at byte \(offset)"
         case .empty(let path):
-            "\(path): the trace holds no requests"
+            "\(Self.escaped(path)): the trace holds no requests"
         case .tooManyRequests(let path, let line, let limit):
-            "\(path)\(line > 0 ? ":\(line)" : ""): the trace holds more than \(limit) requests, the most one replay keeps in memory"
+            "\(Self.escaped(path))\(line > 0 ? ":\(line)" : ""): the trace holds more than "
+                + "\(limit) requests, the most one replay keeps in memory"
         case .lineTooLong(let path, let line, let limit):
-            "\(path):\(line): the line is longer than \(limit) bytes, the most a trace line may hold"
+            "\(Self.escaped(path)):\(line): the line is longer than \(limit) bytes, the most a trace line may hold"
         }
+    }
+
+    /// `text` with each control character (Unicode's Cc: U+0000–U+001F, U+007F–U+009F) written as
+    /// an escape: `\n`, `\r`, `\t`, or `\u{…}` with its hexadecimal value. Other text is unchanged.
+    package static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where isControl(scalar): result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     /// `text` cut to ``maxQuotedCharacters`` Unicode scalars, with `…` after it when it was longer.

@@ -208,7 +208,8 @@ enum Bench {
 
     static func printTable(_ results: [BenchResult], _ options: Options) {
         print(
-            "cachekit bench: capacity \(options.capacity), \(options.ops) ops per case, median of \(options.repetitions)"
+            "cachekit bench: capacity \(options.capacity), \(options.ops) ops per case, median "
+                + "of \(options.repetitions)"
         )
         let rows = results.map { r in
             [

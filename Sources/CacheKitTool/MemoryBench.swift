@@ -1,5 +1,6 @@
 import CacheKit
 import CacheKitBenchSupport
+import CacheKitSimulator
 import Foundation
 
 #if os(Linux)
@@ -126,7 +127,7 @@ enum MemoryBench {
             for i in 0..<n { c.setObject(NSNumber(value: i), forKey: NSNumber(value: i)) }
             structure = c
         default:
-            throw Arguments.Failure(description: "--memory-one: unknown subject '\(parts[0])'")
+            throw Arguments.Failure(description: "--memory-one: unknown subject '\(TraceError.escaped(parts[0]))'")
         }
         let after = residentBytes()
         withExtendedLifetime(structure) {}

@@ -24,7 +24,8 @@ enum MissRatioPlot {
         }
         func y(_ ratio: Double) -> Double { top + ratio * (height - top - bottom) }  // miss ratio 0 at the top
         var svg = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" font-family="sans-serif" font-size="12">
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))"
+                font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
             <text x="\(left)" y="20" font-size="14">Miss ratio by cache size: \(escape(title))</text>
 
@@ -40,9 +41,11 @@ enum MissRatioPlot {
             svg += "<text x=\"\(x(size))\" y=\"\(height - bottom + 18)\" text-anchor=\"middle\">\(size)</text>\n"
         }
         svg +=
-            "<text x=\"\((left + width - right) / 2)\" y=\"\(height - 10)\" text-anchor=\"middle\">cache size (entries)</text>\n"
+            "<text x=\"\((left + width - right) / 2)\" y=\"\(height - 10)\" "
+            + "text-anchor=\"middle\">cache size (entries)</text>\n"
         svg +=
-            "<text x=\"16\" y=\"\((top + height - bottom) / 2)\" transform=\"rotate(-90 16 \((top + height - bottom) / 2))\" text-anchor=\"middle\">miss ratio</text>\n"
+            "<text x=\"16\" y=\"\((top + height - bottom) / 2)\" transform=\"rotate(-90 16 "
+            + "\((top + height - bottom) / 2))\" text-anchor=\"middle\">miss ratio</text>\n"
         for (i, policy) in policies.enumerated() {
             let color = colors[i % colors.count]
             let points = results.filter { $0.policy == policy }.sorted { $0.size < $1.size }
@@ -58,7 +61,8 @@ enum MissRatioPlot {
             }
             let ly = top + 10 + Double(i) * 18
             svg +=
-                "<line x1=\"\(width - right + 15)\" y1=\"\(ly)\" x2=\"\(width - right + 35)\" y2=\"\(ly)\" stroke=\"\(color)\" stroke-width=\"2\"/>\n"
+                "<line x1=\"\(width - right + 15)\" y1=\"\(ly)\" x2=\"\(width - right + 35)\" "
+                + "y2=\"\(ly)\" stroke=\"\(color)\" stroke-width=\"2\"/>\n"
             svg += "<text x=\"\(width - right + 40)\" y=\"\(ly + 4)\">\(escape(policy))</text>\n"
         }
         return svg + "</svg>\n"

@@ -48,7 +48,8 @@ enum RedisBench {
         guard RedisServerProcess.executable != nil else {
             FileHandle.standardError.write(
                 Data(
-                    "cachekit bench --redis: redis-server is not on PATH (apt-get install redis-server); nothing measured\n"
+                    "cachekit bench --redis: redis-server is not on PATH (apt-get install "
+                        + "redis-server); nothing measured\n"
                         .utf8
                 )
             )
@@ -199,7 +200,8 @@ enum RedisBench {
 
     static func printTable(_ rows: [(Row, BenchResult?)], ops: Int, valueBytes: Int, repetitions: Int) {
         print(
-            "cachekit bench --redis: \(valueBytes)-byte values over loopback, median of \(repetitions) rounds of \(ops) ops"
+            "cachekit bench --redis: \(valueBytes)-byte values over loopback, median of "
+                + "\(repetitions) rounds of \(ops) ops"
         )
         let baseline = rows.first { $0.0.subject == "redis-GET" && $0.0.workload == "sequential" }
         let table = rows.map { row, result -> [String] in

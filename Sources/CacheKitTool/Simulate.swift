@@ -81,8 +81,16 @@ enum Simulate {
         if let plot = args.string("plot") {
             do {
                 try MissRatioPlot.svg(results, title: trace.name).write(toFile: plot, atomically: true, encoding: .utf8)
+                // On standard error, so that --json output stays one document.
+                let path = URL(fileURLWithPath: plot).standardizedFileURL.path
+                FileHandle.standardError.write(
+                    Data("cachekit: wrote the miss-ratio curves to \(TraceError.escaped(path))\n".utf8)
+                )
             } catch {
-                throw Arguments.Failure(description: "--plot: cannot write '\(plot)': \(error.localizedDescription)")
+                throw Arguments.Failure(
+                    description: "--plot: cannot write "
+                        + "'\(TraceError.escaped(plot))': \(error.localizedDescription)"
+                )
             }
         }
         if args.flag("json") {
@@ -108,7 +116,8 @@ enum Simulate {
                 guard let f = TraceFormat(rawValue: name) else {
                     throw Arguments.Failure(
                         description:
-                            "--format: unknown format '\(name)' (choose from \(TraceFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
+                            "--format: unknown format '\(TraceError.escaped(name))' (choose "
+                            + "from \(TraceFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
                     )
                 }
                 format = f
@@ -131,7 +140,7 @@ enum Simulate {
         var skew = 0.9
         if let text = args.string("skew") {
             guard let s = Double(text), s >= 0, s.isFinite else {
-                throw Arguments.Failure(description: "--skew must be a number >= 0 (got '\(text)')")
+                throw Arguments.Failure(description: "--skew must be a number >= 0 (got '\(TraceError.escaped(text))')")
             }
             skew = s
         }
@@ -152,7 +161,8 @@ enum Simulate {
         case "loop": workload = .loop(keys: keys, requests: requests)
         case let other:
             throw Arguments.Failure(
-                description: "--workload: unknown workload '\(other)' (choose from zipf-scans, zipf, loop)"
+                description: "--workload: unknown workload '\(TraceError.escaped(other))' "
+                    + "(choose from zipf-scans, zipf, loop)"
             )
         }
         return workload.trace(seed: seed)
@@ -168,12 +178,16 @@ enum Simulate {
         for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
             if item.hasSuffix("%") {
                 guard let percent = Double(item.dropLast()), percent > 0, percent <= 100 else {
-                    throw Arguments.Failure(description: "--sizes: '\(item)' is not a percentage in (0, 100]")
+                    throw Arguments.Failure(
+                        description: "--sizes: '\(TraceError.escaped(item))' is not a percentage in (0, 100]"
+                    )
                 }
                 sizes.append(max(1, Int((Double(unique) * percent / 100).rounded())))
             } else {
                 guard let n = Int(item.replacingOccurrences(of: "_", with: "")), n > 0 else {
-                    throw Arguments.Failure(description: "--sizes: '\(item)' is not a positive size or a percentage")
+                    throw Arguments.Failure(
+                        description: "--sizes: '\(TraceError.escaped(item))' is not a positive size or a percentage"
+                    )
                 }
                 sizes.append(n)
             }
@@ -233,7 +247,8 @@ enum Simulate {
         for size in Set(real.map(\.size)).sorted() {
             let best = first(real.filter { $0.size == size }, by: \.hitRatio)!
             print(
-                "at \(size) entries the best policy is \(best.policy) (hit ratio \(String(format: "%.4f", best.hitRatio)))"
+                "at \(size) entries the best policy is \(best.policy) (hit ratio "
+                    + "\(String(format: "%.4f", best.hitRatio)))"
             )
         }
         var policies: [String] = []
@@ -244,7 +259,8 @@ enum Simulate {
         }
         if let best = first(means, by: \.value) {
             print(
-                "recommended policy for this workload: \(best.key) (mean hit ratio \(String(format: "%.4f", best.value)) over the sizes)"
+                "recommended policy for this workload: \(best.key) (mean hit ratio "
+                    + "\(String(format: "%.4f", best.value)) over the sizes)"
             )
         }
     }

@@ -95,7 +95,9 @@ enum StoreBench {
         let options = Options(
             sizes: try args.list("sizes", default: ["256", "4096", "262144"], allowed: nil).map { text in
                 guard let size = Int(text), (1...(64 << 20)).contains(size) else {
-                    throw Arguments.Failure(description: "--sizes: '\(text)' is not a size from 1 byte to 64 MiB")
+                    throw Arguments.Failure(
+                        description: "--sizes: '\(TraceError.escaped(text))' is not a size from 1 byte to 64 MiB"
+                    )
                 }
                 return size
             },

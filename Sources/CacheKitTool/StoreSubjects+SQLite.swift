@@ -69,7 +69,8 @@ final class RawSQLiteSubject: StoreSubject {
             ) == SQLITE_OK,
             sqlite3_prepare_v2(
                 handles.database,
-                "INSERT OR REPLACE INTO cachekit_entries (key, value, size, deadline, access) VALUES (?, ?, ?, NULL, ?)",
+                "INSERT OR REPLACE INTO cachekit_entries (key, value, size, deadline, access) "
+                    + "VALUES (?, ?, ?, NULL, ?)",
                 -1,
                 &handles.insert,
                 nil

@@ -24,7 +24,12 @@ let subcommands: Set = ["simulate", "bench", "help"]
 if let first = arguments.first, !subcommands.contains(first), !first.hasPrefix("-"),
     !first.contains("/"), !first.contains("."), !FileManager.default.fileExists(atPath: first)
 {
-    FileHandle.standardError.write(Data("cachekit: unknown subcommand '\(first)'\n\n\(usage)\n".utf8))
+    FileHandle.standardError.write(
+        Data(
+            "cachekit: unknown subcommand "
+                + "'\(TraceError.escaped(first))'\n\n\(usage)\n".utf8
+        )
+    )
     exit(2)
 }
 let subcommand =
@@ -41,7 +46,7 @@ do {
     case "help":
         print(usage)
     default:
-        throw Arguments.Failure(description: "unknown subcommand '\(subcommand)'")
+        throw Arguments.Failure(description: "unknown subcommand '\(TraceError.escaped(subcommand))'")
     }
 } catch let error as TraceError {
     FileHandle.standardError.write(Data("cachekit: \(error)\n".utf8))

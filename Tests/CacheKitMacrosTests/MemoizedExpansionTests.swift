@@ -272,7 +272,8 @@ struct MemoizedExpansionTests {
                     column: 29
                 ),
                 error(
-                    "@Memoized cannot memoize a function with an inout parameter ('amount'): a cached call would not write it back",
+                    "@Memoized cannot memoize a function with an inout parameter ('amount'): a "
+                        + "cached call would not write it back",
                     line: 2,
                     column: 34
                 ),
@@ -317,12 +318,14 @@ struct MemoizedExpansionTests {
                 """,
             diagnostics: [
                 error(
-                    "@Memoized cannot memoize a function with an @autoclosure parameter ('make'): the cache key needs its value",
+                    "@Memoized cannot memoize a function with an @autoclosure parameter "
+                        + "('make'): the cache key needs its value",
                     line: 2,
                     column: 32
                 ),
                 error(
-                    "@Memoized cannot memoize an @inlinable function: its body calls the private copy the macro makes of the original",
+                    "@Memoized cannot memoize an @inlinable function: its body calls the "
+                        + "private copy the macro makes of the original",
                     line: 3,
                     column: 15
                 ),

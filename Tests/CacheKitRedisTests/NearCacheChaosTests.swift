@@ -73,7 +73,8 @@ struct NearCacheChaosTests {
             }
             if let newer {
                 stale.append(
-                    "\(read.process) read \(read.key) = \(value) at \(read.start), after \(newer.value) was acknowledged at \(newer.end)"
+                    "\(read.process) read \(read.key) = \(value) at \(read.start), after "
+                        + "\(newer.value) was acknowledged at \(newer.end)"
                 )
             }
         }

@@ -35,7 +35,7 @@ struct SQLiteStoreFullDiskTests {
     }
 
     @Test(
-        "on a full file system a write fails with a typed error, every earlier entry reads back, the database reopens, and the store works again once space is freed",
+        "a full disk fails a write with a typed error; earlier entries read back; the store reopens and recovers",
         .enabled(if: TmpfsMount.isAvailable, "mounting a tmpfs needs Linux and root (CAP_SYS_ADMIN): skipped")
     )
     func fullDisk() async throws {

@@ -73,7 +73,7 @@ struct SQLiteStoreModelTests {
     }
 
     @Test(
-        "every policy, with and without a count limit: limits hold after every write, and a hit is the last value written",
+        "every policy, with or without a count limit: limits hold after each write, a hit is the last value written",
         arguments: EvictionPolicy.allCases,
         [0, 10]
     )

@@ -18,7 +18,8 @@ enum SharedTraces {
     struct Missing: Error, CustomStringConvertible {
         let path: String
         var description: String {
-            "\(path) is absent: with CI=true the trace suites must run, not skip (lay out ../shared/traces beside the package)"
+            "\(path) is absent: with CI=true the trace suites must run, not skip (lay out "
+                + "../shared/traces beside the package)"
         }
     }
 
@@ -449,6 +450,35 @@ struct CommandLineTests {
         #expect(badBenchFlag.errors.contains("usage: cachekit bench [options]"), "\(badBenchFlag.errors)")
         let badSimulateFlag = try run(["simulate", "--frobnicate", "1"])
         #expect(badSimulateFlag.errors.contains("usage: cachekit simulate"), "\(badSimulateFlag.errors)")
+    }
+
+    @Test(
+        "error messages write control characters escaped, and --plot says where it wrote",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func escapedQuotesAndPlotPath() throws {
+        let mistyped = try run(["frob\u{1B}[2Jnicate\u{7}"])
+        #expect(mistyped.status == 2)
+        #expect(mistyped.errors.contains("unknown subcommand 'frob\\u{1B}[2Jnicate\\u{7}'"), "\(mistyped.errors)")
+        #expect(!mistyped.errors.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 })
+        let badSize = try run(["simulate", "--sizes", "1\n2"])
+        #expect(badSize.errors.contains("'1\\n2'"), "\(badSize.errors)")
+        try withTrace("1\n\u{1B}x\n") { trace in
+            let malformed = try run(["simulate", trace.path, "--sizes", "1"])
+            #expect(malformed.status != 0)
+            #expect(malformed.errors.contains("malformed line '\\u{1B}x'"), "\(malformed.errors)")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("plot-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let plot = directory.appendingPathComponent("curves.svg").path
+        let plotted = try run([
+            "simulate", "--workload", "loop", "--keys", "50", "--requests", "500", "--sizes", "10", "--json", "--plot",
+            plot,
+        ])
+        #expect(plotted.status == 0, "\(plotted.errors)")
+        #expect(plotted.errors.contains("wrote the miss-ratio curves to \(plot)"), "\(plotted.errors)")
+        #expect(FileManager.default.fileExists(atPath: plot))
     }
 
     @Test(

@@ -115,7 +115,7 @@ struct DiskStoreDamageTests: DiskStoreSuite {
     }
 
     @Test(
-        "a journal that is not one, or damaged before its end, even by a length past the end, is refused as corrupted and left as it is"
+        "a non-journal, or damage before the end (even a length past it), is refused as corrupted and left as it is"
     )
     func garbageJournal() async throws {
         try await filledAndClosed()

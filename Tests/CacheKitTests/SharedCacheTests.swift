@@ -400,7 +400,7 @@ struct SharedCacheTests {
     }
 
     @Test(
-        "a queued write or removal that reached a live entry reports it replaced or removed, though it expired before the drain"
+        "a queued write or removal that reached a live entry reports replaced or removed, though it expired since"
     )
     func queuedWritesReachLiveEntries() {
         // Before applying a write, the drain sweeps what had expired when the write was issued,

@@ -13,7 +13,8 @@ import ServiceLifecycle
 /// let sessions = Cache<String, Session>(countLimit: 100_000)
 /// let persistence = CachePersistence(cache: sessions, fileURL: url)
 /// try persistence.load()
-/// let articles = TieredCache<String, Article>(countLimit: 1_000, store: try await DiskStore(directory: dir, byteLimit: 500 << 20))
+/// let articles = TieredCache<String, Article>(
+///     countLimit: 1_000, store: try await DiskStore(directory: dir, byteLimit: 500 << 20))
 ///
 /// let cacheService = CacheKitService([
 ///     .sweeping(sessions, every: .seconds(30)),

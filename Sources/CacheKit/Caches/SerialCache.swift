@@ -116,7 +116,8 @@ extension SerialCache: _StateHost {
             && state.activityObserver == nil && _insertionPolicy == nil
     }
 
-    /// For the package's simulator (`cachekit simulate`), not API: one request of a trace replay. Returns whether `key` was
+    /// For the package's simulator (`cachekit simulate`), not API: one request of a trace replay.
+    /// Returns whether `key` was
     /// cached (a hit, which counts as a use); on a miss stores `value` with cost 0. The same
     /// engine and policy steps as ``value(forKey:)`` followed by ``setValue(_:forKey:cost:)``,
     /// with one index probe instead of two. A cache with expiry, a removal handler, an eviction

@@ -9,7 +9,8 @@ import _CacheKitShims
 /// (`_Removals`) for the owner to report after unlocking.
 ///
 /// Layout. Entries live in slots of contiguous arrays (`entries`; `hashes` where
-/// `storesHashes`; `costs` once any entry has a non-zero cost). `index` maps a key to its slot through 4-byte buckets. Slots are
+/// `storesHashes`; `costs` once any entry has a non-zero cost). `index` maps a key to its slot
+/// through 4-byte buckets. Slots are
 /// linked into the policy's lists by `links` (stored in the entry records); freed slots form a free list through
 /// `links.next` and are reused before the arrays grow. No class instance exists per entry, and
 /// a hit or a steady-state write allocates nothing.
@@ -29,8 +30,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var hashes: UnsafeMutablePointer<UInt32>
     /// Whether `hashes` holds each slot's key hash: when the policy reads them, or when hashing
     /// a key again costs more than a few instructions (any key `_KeyHash` does not hash itself:
-    /// a `String`, or a struct of one's own, whose `Hasher` ran on every eviction: 8% of the
-    /// instructions of `cachekit bench`'s `Cache-hasher` mix). Otherwise a removal and
+    /// a `String`, or a struct of one's own, whose `Hasher` would otherwise run on every
+    /// eviction). Otherwise a removal and
     /// index growth hash the key again (see `storedHash`), which saves 4 bytes per entry: for
     /// integer keys under LRU, FIFO, LFU or SIEVE.
     @usableFromInline let storesHashes: Bool
@@ -207,7 +208,8 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     ///
     /// With `evictInline`, the limits are enforced before returning: for a new key the cache
     /// first makes room for one more entry and for its cost (so a new entry is never its own
-    /// victim); a replaced key's new cost evicts others, never it. Without it (an eviction veto is installed) the owner trims
+    /// victim); a replaced key's new cost evicts others, never it. Without it (an eviction veto is
+    /// installed) the owner trims
     /// through `candidates`/`evict` instead. `knownHash`, when given, is `hash(of: key)`.
     @inlinable
     mutating func setValue(

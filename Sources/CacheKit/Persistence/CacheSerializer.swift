@@ -5,7 +5,9 @@ import Foundation
 /// ```swift
 /// CachePersistence(cache: cache, fileURL: url)                              // JSON
 /// CachePersistence(cache: cache, fileURL: url, serializer: .propertyList)   // binary property list
-/// CachePersistence(cache: cache, fileURL: url, serializer: .custom(identifier: "csv-v1", encode: toCSV, decode: fromCSV))
+/// CachePersistence(
+///     cache: cache, fileURL: url,
+///     serializer: .custom(identifier: "csv-v1", encode: toCSV, decode: fromCSV))
 /// ```
 ///
 /// The serializer's ``identifier`` is written in the file's header. Loading a file written by

@@ -6,17 +6,11 @@
 /// Counters stop at 15. After `sampleSize` increments (2.5 per entry of capacity), every counter
 /// is halved ("aging"), so the sketch forgets old popularity.
 ///
-/// Caffeine ages after 10 increments per entry. CacheKit ages four times as often: swept over
-/// the reference traces (multipliers 1 to 20, with the hill climber's sample from 3 to 10 per
-/// entry), 2 to 2.5 was the only range where W-TinyLFU stayed within 3 points of the best
-/// reference on every trace, and it lowered the mean gap to OPT from 8.82 to 8.25 points. A sketch
-/// that forgets slowly keeps old favourites in the main space while a working set moves on
-/// (cloudPhysicsIO: 0.2080 at 10, 0.2279 at 2.5; OLTP at 18,688 entries: 0.6156 and 0.6557,
-/// within a fraction of a point of the blocked table's figures). What it costs: on traces where
-/// long memory pays (the LIRS loops backf, zigzag and scan) the hit ratio drops by up to 10
-/// points at 30% of the unique keys (the <doc:ChoosingAPolicy> article). The table holds 16 counters per 64-bit
-/// word and one word per entry of capacity (rounded up to a power of two): 8 bytes per entry,
-/// bounded however many distinct keys pass through.
+/// The aging period, 2.5 increments per entry of capacity, is shorter than Caffeine's 10: a sketch
+/// that forgets slowly keeps old favourites in the main space while a working set moves on, at a
+/// cost on traces whose keys return on long loops (<doc:ChoosingAPolicy> has the measurements).
+/// The table holds 16 counters per 64-bit word and one word per entry of capacity (rounded up to
+/// a power of two): 8 bytes per entry, bounded however many distinct keys pass through.
 @usableFromInline
 struct _FrequencySketch {
     @usableFromInline var table: UnsafeMutablePointer<UInt64>

@@ -21,10 +21,8 @@
 /// The first sample has no predecessor: it is compared with a hit ratio of 0, so it always reads
 /// as an improvement. Its step grows the window. A window at its 1% start has almost nothing to
 /// give, so a first step that shrinks it leaves the climber at the floor, reading the cache's
-/// warm-up as success; a first step that grows it makes the second sample a real comparison.
-/// Over the 28 trace cases of the <doc:ChoosingAPolicy> article, growing first lowers the mean gap
-/// to OPT from 7.71 to 7.13 points (a recency trace that a 1% window loses, corda-vaultservice at
-/// 9,047 entries, goes from 7.59 points to 0).
+/// warm-up as success; a first step that grows it makes the second sample a real comparison
+/// (<doc:ChoosingAPolicy> has the measurements behind this rule).
 ///
 /// When probation holds nothing but the candidate (rare but for cost-limited caches), the
 /// candidate contests protected's least recent entry; Caffeine evicts it without a contest.

@@ -42,7 +42,8 @@ import Synchronization
 ///
 /// ## Limits and policies
 /// Unbounded by default (YMCache's behaviour). With a `countLimit` or `totalCostLimit` it evicts
-/// by any ``EvictionPolicy``. (FIFO ignores reads, so a FIFO cache's readers record nothing.) Readers cannot reorder the policy's lists while they share the lock,
+/// by any ``EvictionPolicy``. (FIFO ignores reads, so a FIFO cache's readers record nothing.)
+/// Readers cannot reorder the policy's lists while they share the lock,
 /// so each stripe buffers the slots its readers used (up to 64), and the next drain replays them
 /// before it applies writes, as Caffeine does. The reader that fills a buffer replays it itself
 /// under a policy lock of its own while other readers go on (a replay relinks only the lists,

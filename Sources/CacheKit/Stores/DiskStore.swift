@@ -74,7 +74,8 @@ import Musl
 ///   missing, empty or damaged: their checksums catch it, and each is dropped and reported, a
 ///   miss. ``Durability/powerLoss`` flushes each entry's file before its rename, so that an entry
 ///   the journal lists has its bytes on disk. Either way the journal is flushed when it is
-///   rewritten and on ``close()``, not after every write, so recent writes may be lost. A journal that the file system left damaged before its end is refused with
+///   rewritten and on ``close()``, not after every write, so recent writes may be lost. A journal
+///   that the file system left damaged before its end is refused with
 ///   ``CacheStoreError/corrupted(path:reason:)``: delete the directory to start afresh.
 ///
 /// ## Performance

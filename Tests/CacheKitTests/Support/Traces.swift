@@ -21,7 +21,8 @@ enum Traces {
     struct Missing: Error, CustomStringConvertible {
         let path: String
         var description: String {
-            "\(path) is absent: with CI=true the trace suites must run, not skip (lay out ../shared/traces beside the package)"
+            "\(path) is absent: with CI=true the trace suites must run, not skip (lay out "
+                + "../shared/traces beside the package)"
         }
     }
 
