@@ -1,5 +1,6 @@
-// Opening a SQLiteStore: the lock, the connection, the schema check and the index. A file that is
-// not a CacheKit store, or one of a newer schema, is refused before anything is written to it.
+// Opening a SQLiteStore: the lock, the connection, the schema check and the index. A file SQLite
+// finds damaged is moved aside; a whole database that is not a store's, or of a newer schema, is
+// refused before anything is written to it.
 #if SQLite
 
 import CSQLite
@@ -17,15 +18,60 @@ extension _SQLiteStoreState {
 
     /// Locks, opens and checks the database at `path`, creating it when missing, and builds the
     /// index. Expired entries and entries beyond the limits are deleted.
+    ///
+    /// A file that SQLite itself finds damaged or not a database (`SQLITE_CORRUPT`,
+    /// `SQLITE_NOTADB`, while opening, checking the schema or reading the rows) is moved aside
+    /// with its log, to `<path>.damaged` and `<path>.damaged-wal`, and the store starts afresh
+    /// in a new database; `problems` gets a report of it. A whole database that is not a store's
+    /// (other tables, another application id, an unknown schema) is someone else's: it throws
+    /// and is left as it is.
     static func open(
         path: String,
         countLimit: Int,
         byteLimit: Int,
         policy: EvictionPolicy,
-        clock: WallClock
+        clock: WallClock,
+        problems: inout [CacheStoreProblem]
     ) throws(CacheStoreError) -> _SQLiteStoreState {
         try createDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
         let lock = try _LockFile(path: path + ".lock", owner: path)
+        let arguments = (path, countLimit, byteLimit, policy, clock, lock)
+        do throws(CacheStoreError) {
+            do throws(CacheStoreError) {
+                return try openDatabase(arguments)
+            } catch {
+                guard _SQLiteConnection.isDamage(error), case .corrupted(_, let found) = error else { throw error }
+                try moveAside(path)
+                let state = try openDatabase(arguments)
+                let reason = "\(found); the database was moved to \(path).damaged and the store starts empty"
+                problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: reason)))
+                return state
+            }
+        } catch {
+            lock.release()
+            throw error
+        }
+    }
+
+    /// Moves a damaged database and its write-ahead log aside (replacing any earlier pair) and
+    /// deletes its shared-memory index, so that a new database can take the path.
+    private static func moveAside(_ path: String) throws(CacheStoreError) {
+        for (from, to) in [(path, path + ".damaged"), (path + "-wal", path + ".damaged-wal")] {
+            if rename(from, to) != 0 && errno != ENOENT {
+                throw .ioFailure(path: from, operation: "rename", errno: errno)
+            }
+        }
+        if unlink(path + "-shm") != 0 && errno != ENOENT {
+            throw .ioFailure(path: path + "-shm", operation: "unlink", errno: errno)
+        }
+    }
+
+    /// Opens and checks the database under the lock `arguments` holds, and builds the index. On
+    /// failure the connection is closed; the lock is the caller's.
+    private static func openDatabase(
+        _ arguments: (String, Int, Int, EvictionPolicy, WallClock, _LockFile)
+    ) throws(CacheStoreError) -> _SQLiteStoreState {
+        let (path, countLimit, byteLimit, policy, clock, lock) = arguments
         let connection = try _SQLiteConnection(path: path)
         do {
             try prepareSchema(connection)
@@ -43,7 +89,6 @@ extension _SQLiteStoreState {
             return state
         } catch {
             connection.close()
-            lock.release()
             throw error
         }
     }
@@ -83,13 +128,18 @@ extension _SQLiteStoreState {
         if version > Self.schemaVersion {
             throw .newerFormat(path: path, found: Int(version), supported: Self.schemaVersion)
         }
+        // From here on the file says it is a store's: what does not match is damage to it.
         guard version == Self.schemaVersion || version == 1 else {
-            throw .corrupted(path: path, reason: "unknown schema version \(version)")
+            throw .corrupted(path: path, reason: "unknown schema version \(version)" + _SQLiteConnection.ownDamage)
         }
         // Schema 1 is schema 2 without the checksum column; both are checked before anything
         // is written, then schema 1 gains the column.
-        try checkColumns(connection, ofReads: false, expected: version == 1 ? columns.dropLast() : columns[...])
-        try checkColumns(connection, ofReads: true, expected: readsColumns[...])
+        do throws(CacheStoreError) {
+            try checkColumns(connection, ofReads: false, expected: version == 1 ? columns.dropLast() : columns[...])
+            try checkColumns(connection, ofReads: true, expected: readsColumns[...])
+        } catch .corrupted(let path, let reason) {
+            throw .corrupted(path: path, reason: reason + _SQLiteConnection.ownDamage)
+        }
         if version == 1 { try addChecksums(connection) }
         try enableWAL(connection)
     }

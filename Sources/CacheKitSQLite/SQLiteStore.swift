@@ -105,9 +105,11 @@ public final class SQLiteStore: CacheStore {
     ///     it dropped, access records it could not write. Called on the operation's thread with no
     ///     lock held.
     /// - Throws: ``CacheKit/CacheStoreError/locked(path:)`` when another store owns the
-    ///   database; `corrupted`, `newerFormat` or `database` when the file is not one this store
-    ///   can use (the file is left as it is); `ioFailure` when the directory or lock file
-    ///   cannot be created.
+    ///   database; `corrupted`, `newerFormat` or `database` when the file is a whole database
+    ///   that is not a store's, or of a newer schema (the file is left as it is); `ioFailure`
+    ///   when the directory or lock file cannot be created. A file SQLite finds damaged is not
+    ///   an error: it is moved to `<path>.damaged` and the store starts empty, reported to the
+    ///   problem handler.
     /// - Precondition: `countLimit` is not negative and `byteLimit` is positive.
     public init(
         path: URL,
@@ -125,18 +127,21 @@ public final class SQLiteStore: CacheStore {
         self.policy = policy
         self.problemHandler = problemHandler
         let file = path.standardizedFileURL.path
+        var problems: [CacheStoreProblem] = []
         state = _Mutex(
             try _SQLiteStoreState.open(
                 path: file,
                 countLimit: countLimit,
                 byteLimit: byteLimit,
                 policy: policy,
-                clock: clock
+                clock: clock,
+                problems: &problems
             )
         )
         // The state was written outside the lock: publish it to ThreadSanitizer as a release of
         // the lock, which every later use acquires.
         _ThreadSanitizer.release?(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+        if let problemHandler { for problem in problems { problemHandler(problem) } }
     }
 
     deinit {

@@ -175,6 +175,23 @@ package final class _SQLiteConnection {
             .database(path: path, code: code, message: message)
         }
     }
+
+    /// Ends the reason of a `corrupted` error for a file whose application id says it is a
+    /// store's but whose schema does not match: damage, as opposed to someone else's database.
+    static let ownDamage = "; the file is a store's, damaged"
+
+    /// Whether `error` is damage to the file: SQLite's own finding that it is damaged or not a
+    /// database (`SQLITE_CORRUPT`, `SQLITE_NOTADB`), or a store's file whose schema does not
+    /// match (``ownDamage``); as opposed to a database that is whole but not a store's.
+    static func isDamage(_ error: CacheStoreError) -> Bool {
+        guard case .corrupted(_, let reason) = error else { return false }
+        if reason.hasSuffix(ownDamage) { return true }
+        guard reason.hasSuffix(")"),
+            let start = reason.range(of: "(SQLite result code ", options: .backwards),
+            let code = Int32(reason[start.upperBound...].dropLast())
+        else { return false }
+        return [SQLITE_NOTADB, SQLITE_CORRUPT].contains(code & 0xFF)
+    }
 }
 
 /// SQL written as a literal in the source. The connection keeps its prepared statement by the

@@ -46,13 +46,8 @@ enum RedisBench {
         let repetitions = try args.int("repetitions", default: 5)
         let json = args.flag("json")
         guard RedisServerProcess.executable != nil else {
-            FileHandle.standardError.write(
-                Data(
-                    "cachekit bench --redis: redis-server is not on PATH (apt-get install "
-                        + "redis-server); nothing measured\n"
-                        .utf8
-                )
-            )
+            let message = "cachekit bench --redis: redis-server is not on PATH (apt-get install redis-server); "
+            FileHandle.standardError.write(Data((message + "nothing measured\n").utf8))
             if json { print("[]") }
             return
         }

@@ -24,12 +24,8 @@ let subcommands: Set = ["simulate", "bench", "help"]
 if let first = arguments.first, !subcommands.contains(first), !first.hasPrefix("-"),
     !first.contains("/"), !first.contains("."), !FileManager.default.fileExists(atPath: first)
 {
-    FileHandle.standardError.write(
-        Data(
-            "cachekit: unknown subcommand "
-                + "'\(TraceError.escaped(first))'\n\n\(usage)\n".utf8
-        )
-    )
+    let message = "cachekit: unknown subcommand '\(TraceError.escaped(first))'\n\n\(usage)\n"
+    FileHandle.standardError.write(Data(message.utf8))
     exit(2)
 }
 let subcommand =

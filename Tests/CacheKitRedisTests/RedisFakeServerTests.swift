@@ -61,6 +61,30 @@ struct RedisFakeServerTests {
         return received.withLockedValue { $0 }
     }
 
+    @Test("a push connection that a server keeps closing after its setup reconnects with a growing delay")
+    func aFlappingServerMeetsAGrowingBackoff() async throws {
+        // Each connection (RESP2, no greeting): the setup's PING answered, then closed.
+        let received = try await Self.withFakeServer(replies: ["+PONG\r\n"]) { port in
+            let configuration = RedisConfiguration(
+                port: port,
+                reconnectBackoff: RedisBackoff(initial: .milliseconds(10), maximum: .seconds(10)),
+                protocolVersion: .resp2
+            )
+            let armed = NIOLockedValueBox(0)
+            let connection = RedisPushConnection(configuration: configuration, setup: [["PING"]]) { event in
+                if case .armed = event { armed.withLockedValue { $0 += 1 } }
+            }
+            // Delays of 10, 20, 40, … ms: 7 connections take 630 ms of delays at least. Without
+            // the growth each would follow the last after 10 ms.
+            try await Task.sleep(for: .seconds(1))
+            await connection.close()
+            let connections = armed.withLockedValue { $0 }
+            #expect(connections >= 1)
+            #expect(connections <= 8, "\(connections) connections in a second")
+        }
+        #expect(received.count >= 2)
+    }
+
     @Test func aServerWithoutHelloIsSpokenToInRESP2() async throws {
         let received = try await Self.withFakeServer(
             replies: ["-ERR unknown command 'HELLO', with args beginning with: '3'\r\n", "+OK\r\n", "+PONG\r\n"]

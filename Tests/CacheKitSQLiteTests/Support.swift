@@ -32,6 +32,15 @@ final class ProblemLog: Sendable {
     var handler: @Sendable (CacheStoreProblem) -> Void { { problem in self.problems.withLock { $0.append(problem) } } }
 }
 
+/// What `body` returned or threw.
+func storeResult<T>(_ body: () async throws(CacheStoreError) -> T) async -> Result<T, CacheStoreError> {
+    do throws(CacheStoreError) {
+        return .success(try await body())
+    } catch {
+        return .failure(error)
+    }
+}
+
 /// `count` bytes, all `byte`.
 func bytes(_ count: Int, _ byte: UInt8 = 7) -> Data { Data(repeating: byte, count: count) }
 

@@ -57,8 +57,10 @@ final class SmallFileSystem: Sendable {
     "DiskStore on a full disk",
     .enabled(
         if: SmallFileSystem.probe == nil,
-        "cannot mount a tmpfs (needs root or CAP_SYS_ADMIN: "
-            + "\(SmallFileSystem.probe?.description ?? "")); the injected-ENOSPC tests cover the logic"
+        Comment(
+            rawValue: "cannot mount a tmpfs (needs root or CAP_SYS_ADMIN: "
+                + "\(SmallFileSystem.probe?.description ?? "")); the injected-ENOSPC tests cover the logic"
+        )
     )
 )
 struct DiskStoreFullDiskTests {

@@ -9,13 +9,16 @@ import Musl
 
 /// Where a ``DiskStore`` keeps its files, all inside the directory it owns:
 /// `lock` (held with `flock` while the store is open), `journal` (the index),
-/// `entries/<id>` (one file per entry) and `removing-<n>` (entries of a `removeAll()` being
-/// deleted in the background).
+/// `entries/<id>` (one file per entry), `removing-<n>` (entries of a `removeAll()` being
+/// deleted in the background) and `journal.damaged` (the last journal found damaged).
 struct _DiskPaths: Sendable {
     let root: String
     let lock: String
     let journal: String
     let journalTemporary: String
+    /// Where a damaged journal is moved when the index is rebuilt from the entry files (the
+    /// last one only).
+    let journalDamaged: String
     let entries: String
 
     init(directory: URL) {
@@ -23,6 +26,7 @@ struct _DiskPaths: Sendable {
         lock = root + "/lock"
         journal = root + "/journal"
         journalTemporary = root + "/journal.tmp"
+        journalDamaged = root + "/journal.damaged"
         entries = root + "/entries"
     }
 

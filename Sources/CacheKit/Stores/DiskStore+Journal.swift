@@ -27,7 +27,9 @@ enum _DiskRecord: Equatable {
 /// twice the live entries' records. Integers are little-endian.
 ///
 /// Header (24 bytes): magic `89 43 4B 4A 0D 0A 1A 0A` (`\x89CKJ\r\n\x1A\n`), format version
-/// (2 bytes, 1), flags (2 bytes, 0), the next entry id (8 bytes), CRC-32C of the 20 bytes before.
+/// (2 bytes, 1), flags (2 bytes, 0), the next entry id (8 bytes), CRC-32C of the 12 bytes from
+/// the version. Every version keeps these 24 bytes' layout, so that a reader tells a journal of a
+/// newer version (its checksum holds) from a damaged one (it does not).
 ///
 /// Record: payload length *n* (4 bytes, 1 to ``maximumPayload``), CRC-32C of the payload
 /// (4 bytes), payload (*n* bytes): a type byte, then
@@ -206,15 +208,7 @@ struct _DiskJournal {
     /// and durably: a new file written, flushed, renamed over the old one, and the directory
     /// flushed. On failure the old journal stays in use.
     mutating func rewrite(_ entries: [(key: String, info: _DiskEntryInfo)], nextId: UInt64) throws(CacheStoreError) {
-        var bytes = Self.header(nextId: nextId)
-        for (key, info) in entries { Self.encode(.set(key: key, info: info), into: &bytes) }
-        try _DiskIO.writeAtomically(
-            bytes,
-            to: paths.journal,
-            temporary: paths.journalTemporary,
-            target: .journal,
-            faults: faults
-        )
+        let bytes = try Self.write(entries, nextId: nextId, paths: paths, faults: faults)
         // The old descriptor now names a removed file: nothing more may go there.
         needsRewrite = true
         try _DiskIO.syncDirectory(paths.root)
@@ -225,6 +219,26 @@ struct _DiskJournal {
         length = bytes.count
         records = entries.count
         needsRewrite = false
+    }
+
+    /// Writes a journal listing `entries` (least recently used first) in place of the one in
+    /// `paths`, atomically (a new file written, flushed and renamed over it); returns its bytes.
+    static func write(
+        _ entries: [(key: String, info: _DiskEntryInfo)],
+        nextId: UInt64,
+        paths: _DiskPaths,
+        faults: _DiskFaults
+    ) throws(CacheStoreError) -> [UInt8] {
+        var bytes = header(nextId: nextId)
+        for (key, info) in entries { encode(.set(key: key, info: info), into: &bytes) }
+        try _DiskIO.writeAtomically(
+            bytes,
+            to: paths.journal,
+            temporary: paths.journalTemporary,
+            target: .journal,
+            faults: faults
+        )
+        return bytes
     }
 
     /// Flushes the journal to the disk.
@@ -302,6 +316,86 @@ struct _DiskJournal {
         }
     }
 
+    /// Opens and replays the journal; one found damaged is rebuilt from the entry files first
+    /// (``rebuild(_:faults:byteLimit:damage:)``), its problems added to `problems`. A journal of
+    /// a newer format is not damage: it throws, left as it is.
+    static func openOrRebuild(
+        _ paths: _DiskPaths,
+        faults: _DiskFaults,
+        byteLimit: Int,
+        problems: inout [CacheStoreProblem]
+    ) throws(CacheStoreError) -> (_DiskJournal, Replay) {
+        do throws(CacheStoreError) {
+            return try openAndReplay(paths, faults: faults)
+        } catch .corrupted(_, let reason) {
+            // A damaged journal is not the end of the store: the entry files name their keys and
+            // deadlines, and carry checksums.
+            problems += try rebuild(paths, faults: faults, byteLimit: byteLimit, damage: reason)
+            return try openAndReplay(paths, faults: faults)
+        }
+    }
+
+    /// Rebuilds a journal found damaged (`damage` says how) from the entry files: moves the
+    /// damaged one to `journal.damaged`, checks every entry file whole, keeps each key's newest
+    /// valid file (the highest id), and writes a journal listing them, oldest first, with a next
+    /// id above every file's. Files that fail their checks, or whose value exceeds `byteLimit`,
+    /// are removed and reported, one problem each; a first problem reports the rebuild itself.
+    /// Files that a newer one of the same key replaced are removed silently, as a clean run
+    /// would have. The caller then opens the new journal as any other.
+    ///
+    /// - Complexity: reads every entry file once: O(total bytes of the entries).
+    /// - Throws: ``CacheStoreError/ioFailure(path:operation:errno:)`` if the damaged journal
+    ///   cannot be moved or the new one written.
+    static func rebuild(
+        _ paths: _DiskPaths,
+        faults: _DiskFaults,
+        byteLimit: Int,
+        damage: String
+    ) throws(CacheStoreError) -> [CacheStoreProblem] {
+        if rename(paths.journal, paths.journalDamaged) != 0 && errno != ENOENT {
+            throw .ioFailure(path: paths.journal, operation: "rename", errno: errno)
+        }
+        var problems: [CacheStoreProblem] = []
+        var newest: [String: (id: UInt64, info: _DiskEntryInfo)] = [:]
+        var highestId: UInt64 = 0
+        var unusable: [UInt64] = []
+        for name in _DiskIO.names(in: paths.entries) {
+            let idText = name.hasSuffix(".tmp") ? name.dropLast(4) : Substring(name)
+            guard let id = UInt64(idText) else { continue }
+            highestId = max(highestId, id)
+            guard !name.hasSuffix(".tmp") else { continue }
+            let path = paths.entry(id)
+            let found: Result<_DiskEntryFile.Recovered, _DiskEntryDamage>
+            do throws(CacheStoreError) {
+                found = try _DiskEntryFile.recover(path, byteLimit: byteLimit)
+            } catch {
+                found = .failure(_DiskEntryDamage(reason: "\(error)"))
+            }
+            switch found {
+            case .failure(let damage):
+                unusable.append(id)
+                problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: damage.reason)))
+            case .success(let entry):
+                let info = _DiskEntryInfo(id: id, size: entry.size, expiresAt: entry.expiresAt)
+                if let kept = newest[entry.key], kept.id > id {
+                    unusable.append(id)
+                } else {
+                    if let replaced = newest[entry.key] { unusable.append(replaced.id) }
+                    newest[entry.key] = (id, info)
+                }
+            }
+        }
+        for id in unusable { unlink(paths.entry(id)) }
+        let entries = newest.map { (key: $0.key, info: $0.value.info) }.sorted { $0.info.id < $1.info.id }
+        _ = try write(entries, nextId: highestId + 1, paths: paths, faults: faults)
+        try _DiskIO.syncDirectory(paths.root)
+        let summary =
+            "\(damage); the index was rebuilt from the entry files: \(entries.count) kept, "
+            + "\(problems.count) damaged removed; the damaged journal is \(paths.journalDamaged)"
+        problems.insert(CacheStoreProblem(key: nil, error: .corrupted(path: paths.journal, reason: summary)), at: 0)
+        return problems
+    }
+
     /// Checks the header at the start of `bytes` (a journal, or at least its first
     /// ``headerSize`` bytes) and returns the next entry id it records.
     static func checkHeader(_ bytes: [UInt8], path: String) throws(CacheStoreError) -> UInt64 {
@@ -314,12 +408,11 @@ struct _DiskJournal {
         let flags = reader.read(UInt16.self)!
         let headerNextId = reader.read(UInt64.self)!
         let headerCRC = reader.read(UInt32.self)!
-        if version > Self.version { throw .newerFormat(path: path, found: Int(version), supported: Int(Self.version)) }
         var check = _CRC32C()
         check.update(bytes[8..<20])
-        guard version == Self.version, flags == 0, check.value == headerCRC else {
-            throw .corrupted(path: path, reason: "its header is damaged")
-        }
+        guard check.value == headerCRC else { throw .corrupted(path: path, reason: "its header is damaged") }
+        if version > Self.version { throw .newerFormat(path: path, found: Int(version), supported: Int(Self.version)) }
+        guard version == Self.version, flags == 0 else { throw .corrupted(path: path, reason: "its header is damaged") }
         return headerNextId
     }
 

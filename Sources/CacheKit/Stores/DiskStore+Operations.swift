@@ -100,7 +100,7 @@ extension DiskStore {
         var failure: CacheStoreError?
         do {
             try _DiskIO.writeAtomically(
-                _DiskEntryFile.encode(value, key: key),
+                _DiskEntryFile.encode(value, key: key, expiresAt: expiresAt),
                 to: paths.entry(id),
                 temporary: paths.entryTemporary(id),
                 target: .entryFile,

@@ -30,14 +30,20 @@ import Musl
 ///   crash during an append leaves, is cut off and reported to the problem handler. A record
 ///   whose length runs past the end is taken for torn only when no whole record follows it
 ///   (within the largest record's reach): otherwise its length is damaged, and cutting there
-///   would drop every later record, so the journal is refused as damaged. A journal
-///   of a newer format gives ``CacheStoreError/newerFormat(path:found:supported:)``, and one
-///   that is not a journal, or damaged before its last record, gives
-///   ``CacheStoreError/corrupted(path:reason:)`` and is left as it is.
+///   would drop every later record, so the journal is taken as damaged. A journal
+///   of a newer format gives ``CacheStoreError/newerFormat(path:found:supported:)`` and is left
+///   as it is.
+/// - **It heals itself.** A journal that is not one, or damaged before its last record, does
+///   not stop the store from opening: it is moved to `journal.damaged` and the index is rebuilt
+///   from the entry files, each of which names its key and deadline and carries checksums. Every
+///   file that checks whole is kept (of two for one key, the later write), the rest are removed,
+///   and the problem handler hears of the rebuild and of each file removed. The eviction order
+///   becomes the order of the writes. An entry removed just before a crash whose file was not yet
+///   deleted can come back this way, when the journal is damaged too.
 /// - **A file per entry**, `entries/<id>`, named by an id no other entry is given, so that a
 ///   file is never rewritten in place and a read needs no lock. The file is written to a
-///   temporary name, flushed and renamed, and holds a header (magic, key, value length, CRC32
-///   of the value) that a read checks. A damaged, cut short or missing file is a miss: the
+///   temporary name and renamed, and holds a header (magic, key, value length, deadline, CRC-32C
+///   of the value, and of the header) that a read checks. A damaged, cut short or missing file is a miss: the
 ///   entry is dropped and reported (``CacheStoreProblem``).
 /// - **Limits and eviction.** The index is a ``SerialCache`` with each entry's value bytes as
 ///   its cost and the store's limits, so it evicts by CacheKit's own policies before a write
@@ -75,8 +81,8 @@ import Musl
 ///   miss. ``Durability/powerLoss`` flushes each entry's file before its rename, so that an entry
 ///   the journal lists has its bytes on disk. Either way the journal is flushed when it is
 ///   rewritten and on ``close()``, not after every write, so recent writes may be lost. A journal
-///   that the file system left damaged before its end is refused with
-///   ``CacheStoreError/corrupted(path:reason:)``: delete the directory to start afresh.
+///   that the file system left damaged before its end is rebuilt from the entry files (see
+///   above).
 ///
 /// ## Performance
 /// A read takes the lock twice for O(1) work and reads the file outside it; a write writes and
@@ -124,15 +130,16 @@ public final class DiskStore: CacheStore {
     ///     (``Durability/processCrash``, the default), or also a power loss
     ///     (``Durability/powerLoss``: every entry file flushed before its rename). See Durability.
     ///   - problemHandler: Hears what the store handled without failing a call (a damaged entry
-    ///     dropped, a torn journal record cut off, a failed background deletion). It runs
+    ///     dropped, a torn journal record cut off, a damaged journal rebuilt from the entry files,
+    ///     a failed background deletion). It runs
     ///     without the store's lock held, on the calling task or on the background task that
     ///     found the problem; it may call the store.
     /// - Throws: ``CacheStoreError/locked(path:)`` if another store has the directory;
-    ///   ``CacheStoreError/corrupted(path:reason:)`` or
-    ///   ``CacheStoreError/newerFormat(path:found:supported:)`` for a journal it cannot read;
+    ///   ``CacheStoreError/newerFormat(path:found:supported:)`` for a journal of a newer format;
     ///   ``CacheStoreError/ioFailure(path:operation:errno:)`` if the directory cannot be used.
+    ///   Damaged files are not an error: see "It heals itself".
     /// - Precondition: `countLimit` is not negative and `byteLimit` is positive.
-    /// - Complexity: O(*n*) for a journal of *n* records.
+    /// - Complexity: O(*n*) for a journal of *n* records; a rebuild reads every entry file.
     public init(
         directory: URL,
         countLimit: Int = 0,
@@ -162,7 +169,12 @@ public final class DiskStore: CacheStore {
         do throws(CacheStoreError) {
             try _DiskIO.makeDirectory(paths.entries)
             let journal: _DiskJournal
-            (journal, replay) = try _DiskJournal.openAndReplay(paths, faults: faults)
+            (journal, replay) = try _DiskJournal.openOrRebuild(
+                paths,
+                faults: faults,
+                byteLimit: byteLimit,
+                problems: &after.problems
+            )
             if let torn = replay.tornTail {
                 after.problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: paths.journal, reason: torn)))
             }

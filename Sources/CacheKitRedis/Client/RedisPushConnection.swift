@@ -28,7 +28,9 @@ import Synchronization
 /// ``RedisPushEvent/disconnected(_:)``; it then reconnects with
 /// ``RedisConfiguration/reconnectBackoff``, runs `setup` again and reports `.armed` again. A failed
 /// connection attempt or setup is retried in the same way without an event: only an armed
-/// connection's loss is reported.
+/// connection's loss is reported. The delays grow with each failure, and with each armed
+/// connection lost before it stayed up for the backoff's longest delay; one that stayed up that
+/// long starts them afresh.
 ///
 /// Client tracking needs RESP3 (``RedisProtocolVersion/automatic`` or ``RedisProtocolVersion/resp3``):
 /// in RESP2 a server accepts `CLIENT TRACKING ON` without `REDIRECT` and then sends nothing. In
@@ -143,8 +145,8 @@ public final class RedisPushConnection: Sendable {
                 failures += 1
                 continue
             }
-            failures = 0
             emit(.armed)
+            let armedAt = ContinuousClock.now
             let lost = await watch(connection)
             await connection.closeAndWait(reason: lost)
             state.withLock { state in
@@ -152,7 +154,11 @@ public final class RedisPushConnection: Sendable {
             }
             if isClosed { break }
             emit(.disconnected(lost))
-            failures = 1
+            // A connection that stayed up for the backoff's longest delay starts the delays
+            // afresh; one a server closes sooner counts as another failure, so that a server
+            // that keeps accepting and then closing the connection meets a growing delay.
+            let stable = ContinuousClock.now - armedAt >= configuration.reconnectBackoff.maximum
+            failures = stable ? 1 : failures + 1
         }
     }
 
