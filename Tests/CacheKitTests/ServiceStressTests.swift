@@ -8,7 +8,7 @@ import Testing
 /// The thread-safe types around the caches, hammered from several threads at once: the
 /// memory-pressure monitor, persistence with autosave, the manual clock and expiration triggers.
 /// Run in CI under `swift test --sanitize=thread` (the suite's name matches the CI's filter).
-@Suite("Service stress", .timeLimit(.minutes(3)))
+@Suite("Service stress", .timeLimit(.minutes(10)))
 struct ServiceStressTests {
     /// A source whose level moves through normal, warning and critical, one step per reading,
     /// for the first 60 readings, and then stays normal: at most 62 levels reach a stream, so its

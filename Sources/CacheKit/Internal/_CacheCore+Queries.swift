@@ -24,12 +24,14 @@ extension _CacheCore {
     }
 
     /// Records a use of the entry in `slot` with the policy, as a read does: for reads replayed
-    /// after they happened.
+    /// after they happened. Nonmutating: it changes only what the policy's box and the links
+    /// point to, so that a replay running beside readers (`SharedCache`) reads the core as they
+    /// do, rather than claiming it whole for a modification.
     ///
     /// - Complexity: O(1).
     @inlinable
     @inline(__always)
-    mutating func recordAccess(_ slot: Int32) { policy.didAccess(slot, links: links) }
+    func recordAccess(_ slot: Int32) { policy.didAccess(slot, links: links) }
 
     /// Raises the expiry clock's floor to `now`, as a write issued then does when it is applied
     /// (or rejected): later writes' deadlines count from no earlier than it.
