@@ -145,11 +145,11 @@ let package = Package(
                 .target(name: "CacheKitRedis", condition: .when(traits: ["Redis"])),
             ]
         ),
-        // What the tests and the level benchmarks share: a redis-server of their own and the lookup
-        // of built executables (not a product).
+        // What the tests and the level benchmarks share: a redis-server of their own, the lookup
+        // and running of built executables, the crash loop, the seeded generator (not a product).
         .target(
             name: "CacheKitTestSupport",
-            dependencies: [.target(name: "CacheKitRedis", condition: .when(traits: ["Redis"]))]
+            dependencies: ["CacheKitSimulator", .target(name: "CacheKitRedis", condition: .when(traits: ["Redis"]))]
         ),
         .testTarget(
             name: "CacheKitTests",
@@ -160,7 +160,7 @@ let package = Package(
             name: "CacheKitSimulatorTests",
             // `cachekit` and `CacheKitLab` are dependencies only so that SwiftPM builds them before
             // the tests that run them.
-            dependencies: ["CacheKitSimulator", "CacheKit", "CacheKitTool", "CacheKitLab"]
+            dependencies: ["CacheKitSimulator", "CacheKit", "CacheKitTool", "CacheKitLab", "CacheKitTestSupport"]
         ),
         .testTarget(
             name: "CacheKitSQLiteTests",

@@ -25,26 +25,19 @@ struct SQLiteStoreCrashTests {
         var generator = SystemRandomNumberGenerator()
         var sawEntries = false
         for run in 0..<60 {
-            let process = Process()
-            process.executableURL = helper
-            process.arguments = ["sqlite-store-crash", path]
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
             // Wait until the helper is writing, then kill it a random moment later.
-            let progress = output.fileHandleForReading.availableData
-            guard String(decoding: progress, as: UTF8.self).hasPrefix("progress") else {
-                process.waitUntilExit()
-                let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                Issue.record("run \(run): the helper failed before writing: \(message)")
+            let outcome = try killedAfterSignal(
+                helper,
+                ["sqlite-store-crash", path],
+                signal: "progress",
+                pause: 0...20_000,
+                using: &generator
+            )
+            guard case .killed(let bySignal) = outcome else {
+                Issue.record("run \(run): the helper failed before writing: \(outcome)")
                 return
             }
-            usleep(UInt32.random(in: 0...20_000, using: &generator))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal, "run \(run)")
+            #expect(bySignal, "run \(run)")
 
             // What the database holds, read directly (this also recovers its write-ahead log).
             let connection = try _SQLiteConnection(path: path)

@@ -1,6 +1,7 @@
 #if SQLite
 import CacheKit
 import CacheKitSQLite
+import CacheKitTestSupport
 import Foundation
 import Testing
 
@@ -113,20 +114,6 @@ struct SQLiteStoreModelTests {
     }
 }
 
-/// A small deterministic generator, so that a failing sequence can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
-}
+/// The tests' seeded generator (SplitMix64), from CacheKitTestSupport.
+typealias SplitMix = CacheKitTestSupport.SeededGenerator
 #endif

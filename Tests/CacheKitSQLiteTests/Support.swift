@@ -59,20 +59,8 @@ let sqliteCrashHelper = testHelper
 
 /// Runs the crash helper with `arguments` to its end and returns what it printed.
 func runHelper(_ helper: URL, _ arguments: [String], launcher: [String] = []) throws -> String {
-    let process = Process()
-    if let first = launcher.first {
-        process.executableURL = URL(fileURLWithPath: first)
-        process.arguments = Array(launcher.dropFirst()) + [helper.path, "sqlite-store-crash"] + arguments
-    } else {
-        process.executableURL = helper
-        process.arguments = ["sqlite-store-crash"] + arguments
-    }
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return text
+    let command = launcher + [helper.path, "sqlite-store-crash"] + arguments
+    return try runToEnd(URL(fileURLWithPath: command[0]), Array(command.dropFirst())).output
 }
 
 // The value format of the crash helper (Sources/CacheKitTestHelper/SQLiteStoreCrash.swift): version

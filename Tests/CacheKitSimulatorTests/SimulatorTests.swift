@@ -1,4 +1,5 @@
 import CacheKit
+import CacheKitTestSupport
 import Foundation
 import Testing
 
@@ -15,13 +16,7 @@ enum SharedTraces {
     static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
     /// The traces are absent under CI.
-    struct Missing: Error, CustomStringConvertible {
-        let path: String
-        var description: String {
-            "\(path) is absent: with CI=true the trace suites must run, not skip (lay out "
-                + "../shared/traces beside the package)"
-        }
-    }
+    typealias Missing = MissingTraces
 
     /// The condition of a trace suite's `.enabled` trait: whether the suite runs. It runs when
     /// the folder's `README.md` (the reference figures) is present. When it is absent the suite
@@ -410,18 +405,8 @@ struct CommandLineTests {
         _ arguments: [String],
         program: URL? = Self.tool
     ) throws -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = program  // the tests that call this run only when it was found
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let reported = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, printed, reported)
+        // The tests that call this run only when the program was found.
+        try runToEnd(try #require(program), arguments)
     }
 
     /// Runs `program` (`cachekit` unless given) with `arguments`; its exit status and standard

@@ -1,4 +1,5 @@
 import CacheKit
+import CacheKitTestSupport
 import Foundation
 import Testing
 
@@ -378,21 +379,14 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         let helper = place.url.appendingPathComponent("CacheKitTestHelper")
         try FileManager.default.copyItem(at: try #require(DiskStoreCrashTests.helper), to: helper)
         #expect(chmod(helper.path, 0o755) == 0)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = [
-            "--reuid=65534", "--regid=65534", "--clear-groups", helper.path, "disk-store-crash", "--write-once",
-            directory.url.path, key,
-        ]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "the helper failed: \(diagnostics)")
+        let (status, text, diagnostics) = try runToEnd(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            [
+                "--reuid=65534", "--regid=65534", "--clear-groups", helper.path, "disk-store-crash", "--write-once",
+                directory.url.path, key,
+            ]
+        )
+        #expect(status == 0, "the helper failed: \(diagnostics)")
         return text.trimmingCharacters(in: .newlines)
     }
 

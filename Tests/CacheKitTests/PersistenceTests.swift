@@ -1050,26 +1050,19 @@ struct PersistenceTests {
         var advanced = 0
         var interruptedWrites = 0
         for run in 0..<100 {
-            let process = Process()
-            process.executableURL = helper
-            process.arguments = ["persistence-crash", url.path, String(count)]
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
             // Wait for the first save, then kill at a random moment of the save loop.
-            let ready = output.fileHandleForReading.availableData
-            guard String(decoding: ready, as: UTF8.self).hasPrefix("ready") else {
-                process.waitUntilExit()
-                let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                Issue.record("run \(run): the helper failed before its first save: \(message)")
+            let outcome = try killedAfterSignal(
+                helper,
+                ["persistence-crash", url.path, String(count)],
+                signal: "ready",
+                pause: 500...25_000,
+                using: &generator
+            )
+            guard case .killed(let bySignal) = outcome else {
+                Issue.record("run \(run): the helper failed before its first save: \(outcome)")
                 return
             }
-            usleep(UInt32.random(in: 500...25_000, using: &generator))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal)
+            #expect(bySignal)
 
             let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
             if names.contains(where: { $0.hasSuffix(".tmp") }) { interruptedWrites += 1 }

@@ -1,4 +1,5 @@
 import CacheKit
+import CacheKitTestSupport
 import Foundation
 
 /// Both caches behind one interface, so every behaviour test runs against each.
@@ -164,17 +165,5 @@ func modelSeeds(default defaultCount: UInt64) -> ClosedRange<UInt64> {
     return 1...Swift.max(count, 1)
 }
 
-/// A PRNG with a fixed seed, so a failing random test replays (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The tests' seeded generator (SplitMix64), from CacheKitTestSupport.
+typealias SeededGenerator = CacheKitTestSupport.SeededGenerator

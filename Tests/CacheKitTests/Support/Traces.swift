@@ -1,3 +1,4 @@
+import CacheKitTestSupport
 import Foundation
 
 /// The shared trace folder, `../shared/traces/` beside the package, if this checkout has one
@@ -18,13 +19,7 @@ enum Traces {
     static func isPresent(_ name: String) -> Bool { FileManager.default.fileExists(atPath: url(name).path) }
 
     /// A trace a suite needs is absent under CI.
-    struct Missing: Error, CustomStringConvertible {
-        let path: String
-        var description: String {
-            "\(path) is absent: with CI=true the trace suites must run, not skip (lay out "
-                + "../shared/traces beside the package)"
-        }
-    }
+    typealias Missing = MissingTraces
 
     /// The condition of a trace suite's `.enabled` trait: whether the suite runs. It runs when
     /// trace `name` is in `folder`. When it is absent the suite skips, except under CI (`CI=true`
