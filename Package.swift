@@ -40,7 +40,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         // CacheKitMacros only (the @Memoized macro's implementation): CacheKit itself does not
         // depend on swift-syntax.
-        .package(url: "https://github.com/swiftlang/swift-syntax", "603.0.0"..<"604.0.0"),
+        // Any swift-syntax from 600 (Swift 6.0) on, so that an app whose other macro packages take
+        // swift-syntax 600, 601, 602 or 603 still resolves: the macro and its tests build without
+        // warnings against 600.0.1, 602.0.0 and 603.0.1.
+        .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"700.0.0"),
         // CacheKitRedis only (the Redis client's connections): CacheKit itself does not depend on
         // SwiftNIO.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
