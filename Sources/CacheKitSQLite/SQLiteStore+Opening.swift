@@ -40,7 +40,8 @@ extension _SQLiteStoreState {
             do throws(CacheStoreError) {
                 return try openDatabase(arguments)
             } catch {
-                guard _SQLiteConnection.isDamage(error), case .corrupted(_, let found) = error else { throw error }
+                guard _SQLiteConnection.isDamage(error), case .corrupted(_, let found) = error, isStoreOrGarbage(path)
+                else { throw error }
                 try moveAside(path)
                 let state = try openDatabase(arguments)
                 let reason = "\(found); the database was moved to \(path).damaged and the store starts empty"
@@ -53,16 +54,33 @@ extension _SQLiteStoreState {
         }
     }
 
-    /// Moves a damaged database and its write-ahead log aside (replacing any earlier pair) and
-    /// deletes its shared-memory index, so that a new database can take the path.
+    /// Whether the file at `path` may be moved aside as a store's damaged database: its header
+    /// does not begin as a SQLite database's (garbage, or a store's file damaged there), or its
+    /// application id (big-endian at offset 68) is the store's. A whole SQLite database of
+    /// someone else's, even one this SQLite finds damaged, is left alone.
+    private static func isStoreOrGarbage(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let header = [UInt8]((try? handle.read(upToCount: 100)) ?? Data())
+        guard header.count >= 72, header.starts(with: Array("SQLite format 3\0".utf8)) else { return true }
+        let id = header[68..<72].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return Int64(Int32(bitPattern: id)) == applicationID
+    }
+
+    /// Moves a damaged database and its write-ahead log aside, replacing any earlier pair, and
+    /// deletes its shared-memory index, so that a new database can take the path. Each file is
+    /// linked to its new name before the old name is removed, the log first, so that a crash
+    /// meanwhile leaves the damaged pair in place for the next open to move.
     private static func moveAside(_ path: String) throws(CacheStoreError) {
-        for (from, to) in [(path, path + ".damaged"), (path + "-wal", path + ".damaged-wal")] {
-            if rename(from, to) != 0 && errno != ENOENT {
-                throw .ioFailure(path: from, operation: "rename", errno: errno)
-            }
+        let moves = [(path + "-wal", path + ".damaged-wal"), (path, path + ".damaged")]
+        for name in [path + ".damaged", path + ".damaged-wal", path + ".damaged-shm"] where unlink(name) != 0 {
+            guard errno == ENOENT else { throw .ioFailure(path: name, operation: "unlink", errno: errno) }
         }
-        if unlink(path + "-shm") != 0 && errno != ENOENT {
-            throw .ioFailure(path: path + "-shm", operation: "unlink", errno: errno)
+        for (from, to) in moves where link(from, to) != 0 {
+            guard errno == ENOENT else { throw .ioFailure(path: from, operation: "link", errno: errno) }
+        }
+        for name in [path + "-shm"] + moves.map(\.0) where unlink(name) != 0 {
+            guard errno == ENOENT else { throw .ioFailure(path: name, operation: "unlink", errno: errno) }
         }
     }
 

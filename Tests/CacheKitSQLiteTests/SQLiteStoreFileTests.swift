@@ -147,6 +147,24 @@ struct SQLiteStoreFileTests {
         #expect(unchanged)
     }
 
+    @Test("another application's database that SQLite finds damaged is refused and left as it is")
+    func damagedForeignDatabase() async throws {
+        let connection = try _SQLiteConnection(path: path)
+        try connection.execute("PRAGMA application_id = 42")
+        try connection.execute(
+            "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes VALUES (1, 'x')"
+        )
+        connection.close()
+        var bytes = try Data(contentsOf: directory.file())
+        // The first page's b-tree header, right after the 100-byte file header.
+        for offset in 100..<108 { bytes[offset] ^= 0xFF }
+        try bytes.write(to: directory.file())
+        let (error, unchanged) = try await refusal()
+        #expect(error != nil, "refused")
+        #expect(unchanged)
+        #expect(!FileManager.default.fileExists(atPath: path + ".damaged"), "not moved aside")
+    }
+
     @Test("a store's database whose table has another layout is damage: moved aside, and the store starts empty")
     func damagedLayout() async throws {
         try await makeStore()

@@ -150,6 +150,66 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         #expect(flips > 300, "the files hold \(flips) bytes")
     }
 
+    @Test("a journal deleted beside entry files is rebuilt from them, and no id is given out twice")
+    func missingJournal() async throws {
+        try await filledAndClosed()
+        try FileManager.default.removeItem(at: directory.journal)
+        let store = try await open()
+        for i in 0..<5 { #expect(try await store.entry(forKey: "k\(i)")?.value == testValue("k\(i)", i)) }
+        try await store.setEntry(Data("new".utf8), forKey: "k9", expiresAt: nil)
+        for i in 0..<5 { #expect(try await store.entry(forKey: "k\(i)")?.value == testValue("k\(i)", i)) }
+        try await store.close()
+        if case .corrupted(_, let reason) = problems.all.first?.error {
+            #expect(reason.hasPrefix("the journal is missing; the index was rebuilt"), "\(reason)")
+        } else {
+            Issue.record("\(problems.all)")
+        }
+    }
+
+    @Test("a journal of no records (as removeAll writes before it moves the entries away) sweeps the files")
+    func journalOfNoRecords() async throws {
+        try await filledAndClosed()
+        // The header alone, with a next id above every entry's, as `removeAll()` writes it.
+        var header = [UInt8](try Data(contentsOf: directory.journal).prefix(12))
+        header += withUnsafeBytes(of: UInt64(100).littleEndian) { Array($0) }
+        var crc = _CRC32C()
+        crc.update(header[8..<20])
+        header += withUnsafeBytes(of: crc.value.littleEndian) { Array($0) }
+        try Data(header).write(to: directory.journal)
+        let store = try await open()
+        #expect(try await store.usage().count == 0)
+        try await store.close()
+        #expect(directory.entryFiles().isEmpty, "the unlisted files are removed")
+    }
+
+    @Test("a deadline at infinity is none; at minus infinity or NaN it has passed; the journal replays either way")
+    func nonFiniteDeadlines() async throws {
+        let store = try await open()
+        try await store.setEntry(
+            testValue("k0", 0),
+            forKey: "k0",
+            expiresAt: Date(timeIntervalSinceReferenceDate: .infinity)
+        )
+        try await store.setEntry(
+            testValue("k1", 0),
+            forKey: "k1",
+            expiresAt: Date(timeIntervalSinceReferenceDate: .nan)
+        )
+        try await store.setEntry(
+            testValue("k2", 0),
+            forKey: "k2",
+            expiresAt: Date(timeIntervalSinceReferenceDate: -.infinity)
+        )
+        #expect(try await store.entry(forKey: "k0")?.expiresAt == nil)
+        #expect(try await store.entry(forKey: "k1") == nil)
+        #expect(try await store.entry(forKey: "k2") == nil)
+        try await store.close()
+        let reopened = try await open()
+        #expect(try await reopened.entry(forKey: "k0")?.value == testValue("k0", 0))
+        try await reopened.close()
+        #expect(problems.all.isEmpty, "\(problems.all)")
+    }
+
     @Test("an index rebuilt from the entry files keeps each entry's deadline")
     func rebuiltDeadlines() async throws {
         let store = try await open()

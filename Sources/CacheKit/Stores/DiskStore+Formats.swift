@@ -24,7 +24,7 @@ struct _DiskEntryInfo: Sendable, Hashable {
 /// | 8        | 2    | format version (2)                                             |
 /// | 10       | 2    | key length *k*                                                 |
 /// | 12       | 8    | value length *v*                                               |
-/// | 20       | 8    | deadline: seconds since 1970 as a `Double`'s bits; all ones for none |
+/// | 20       | 8    | deadline: seconds since 2001 as a `Double`'s bits; all ones for none |
 /// | 28       | 4    | checksum of the value (CRC-32C in four lanes)                  |
 /// | 32       | 4    | CRC-32C of bytes 0 ..< 32 followed by the key                  |
 /// | 36       | *k*  | key, UTF-8                                                     |
@@ -50,7 +50,8 @@ enum _DiskEntryFile {
         _DiskBytes.append(version, to: &bytes)
         _DiskBytes.append(UInt16(keyBytes.count), to: &bytes)
         _DiskBytes.append(UInt64(value.count), to: &bytes)
-        _DiskBytes.append(expiresAt.map { $0.timeIntervalSince1970.bitPattern } ?? noDeadline, to: &bytes)
+        // Seconds since `Date`'s own reference date, as the journal keeps them: they read back exactly.
+        _DiskBytes.append(expiresAt.map { $0.timeIntervalSinceReferenceDate.bitPattern } ?? noDeadline, to: &bytes)
         _DiskBytes.append(_CRC32C.lanes(of: value), to: &bytes)
         var headerCRC = _CRC32C()
         headerCRC.update(bytes)
@@ -146,7 +147,8 @@ enum _DiskEntryFile {
         guard check.value == headerCRC else {
             return .failure(_DiskEntryDamage(reason: "its header checksum does not match"))
         }
-        let expiresAt = deadline == noDeadline ? nil : Date(timeIntervalSince1970: Double(bitPattern: deadline))
+        let expiresAt =
+            deadline == noDeadline ? nil : Date(timeIntervalSinceReferenceDate: Double(bitPattern: deadline))
         return .success(
             Header(
                 version: version,
@@ -259,8 +261,14 @@ enum _DiskEntryFile {
                     _DiskEntryDamage(reason: "its length does not match the file, or exceeds the byte limit")
                 )
             }
-            guard let key = String(validating: header.key, as: UTF8.self) else {
-                return .failure(_DiskEntryDamage(reason: "its key is not UTF-8"))
+            // What the journal would refuse is damage here too: a rebuilt journal must replay.
+            guard let key = String(validating: header.key, as: UTF8.self),
+                (1...DiskStore.maximumKeyBytes).contains(header.key.count)
+            else {
+                return .failure(_DiskEntryDamage(reason: "its key is not 1 to 4,096 bytes of UTF-8"))
+            }
+            if let deadline = header.expiresAt, !deadline.timeIntervalSinceReferenceDate.isFinite {
+                return .failure(_DiskEntryDamage(reason: "its deadline is not a finite date"))
             }
             let size = Int(header.valueLength)
             switch try value(descriptor, path: path, at: header.size, length: size, crc: header.valueCRC) {

@@ -76,7 +76,8 @@ struct _DiskJournal {
         var nextId: UInt64 = 1
         /// Why a torn last record was cut off, if one was.
         var tornTail: String?
-        /// Whether the last record says the store was closed.
+        /// Whether the last record says the store was closed. A journal of no records does not
+        /// (`removeAll()` writes one before it moves the entries away): opening it sweeps.
         var closedCleanly = true
 
         /// The key of `record`, validated as UTF-8 when the journal was read.
@@ -325,53 +326,107 @@ struct _DiskJournal {
         byteLimit: Int,
         problems: inout [CacheStoreProblem]
     ) throws(CacheStoreError) -> (_DiskJournal, Replay) {
+        // A missing journal beside entry files (deleted, or lost in a crash) is damage too: a new
+        // empty journal would give out ids that those files still have.
+        var damage: String?
+        if access(paths.journal, F_OK) != 0, errno == ENOENT, try !entryIds(paths).isEmpty {
+            damage = "the journal is missing"
+        } else {
+            do throws(CacheStoreError) {
+                return try openAndReplay(paths, faults: faults)
+            } catch .corrupted(_, let reason) {
+                damage = reason
+            }
+        }
+        // A damaged journal is not the end of the store: the entry files name their keys and
+        // deadlines, and carry checksums.
+        let (found, nextId) = try rebuild(paths, faults: faults, byteLimit: byteLimit, damage: damage ?? "")
+        problems += found
         do throws(CacheStoreError) {
             return try openAndReplay(paths, faults: faults)
         } catch .corrupted(_, let reason) {
-            // A damaged journal is not the end of the store: the entry files name their keys and
-            // deadlines, and carry checksums.
-            problems += try rebuild(paths, faults: faults, byteLimit: byteLimit, damage: reason)
+            // The rebuilt journal lists only what its own replay accepts; should it still not
+            // replay, the store starts empty rather than refuse to open (the next open sweeps
+            // the files).
+            _ = try write([], nextId: nextId, paths: paths, faults: faults)
+            problems.append(
+                CacheStoreProblem(
+                    key: nil,
+                    error: .corrupted(path: paths.journal, reason: "\(reason); the store starts empty")
+                )
+            )
             return try openAndReplay(paths, faults: faults)
         }
     }
 
-    /// Rebuilds a journal found damaged (`damage` says how) from the entry files: moves the
-    /// damaged one to `journal.damaged`, checks every entry file whole, keeps each key's newest
-    /// valid file (the highest id), and writes a journal listing them, oldest first, with a next
-    /// id above every file's. Files that fail their checks, or whose value exceeds `byteLimit`,
-    /// are removed and reported, one problem each; a first problem reports the rebuild itself.
-    /// Files that a newer one of the same key replaced are removed silently, as a clean run
-    /// would have. The caller then opens the new journal as any other.
+    /// The ids of the files in `entries/` that a store names (`<id>` and `<id>.tmp`, the id
+    /// written as the number is), and whether each is temporary; none when there is no such
+    /// directory.
+    ///
+    /// - Throws: ``CacheStoreError/ioFailure(path:operation:errno:)`` when the directory exists
+    ///   but cannot be listed.
+    static func entryIds(_ paths: _DiskPaths) throws(CacheStoreError) -> [(id: UInt64, temporary: Bool)] {
+        guard let directory = opendir(paths.entries) else {
+            if errno == ENOENT { return [] }
+            throw .ioFailure(path: paths.entries, operation: "opendir", errno: errno)
+        }
+        defer { closedir(directory) }
+        var ids: [(id: UInt64, temporary: Bool)] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(directory) else {
+                if errno != 0 { throw .ioFailure(path: paths.entries, operation: "readdir", errno: errno) }
+                return ids
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            let temporary = name.hasSuffix(".tmp")
+            let idText = temporary ? String(name.dropLast(4)) : name
+            // Ids stay far below 2^63: a name beyond that, or not written as its number is, is
+            // not a store's.
+            guard let id = UInt64(idText), String(id) == idText, id < 1 << 62 else { continue }
+            ids.append((id, temporary))
+        }
+    }
+
+    /// Rebuilds a journal found damaged or missing (`damage` says how) from the entry files:
+    /// keeps the damaged one as `journal.damaged` (a link: the journal stays in place until the
+    /// new one replaces it, so a crash meanwhile leaves it to the next open), checks every entry
+    /// file whole, keeps each key's newest valid file (the highest id), and writes a journal
+    /// listing them, oldest first, with a next id above every file's and the damaged header's.
+    /// Files that fail their checks, or whose value exceeds `byteLimit`, are removed and
+    /// reported, one problem each; a first problem reports the rebuild itself. Files that a newer
+    /// one of the same key replaced are removed silently, as a clean run would have. The caller
+    /// then opens the new journal as any other.
     ///
     /// - Complexity: reads every entry file once: O(total bytes of the entries).
     /// - Throws: ``CacheStoreError/ioFailure(path:operation:errno:)`` if the damaged journal
-    ///   cannot be moved or the new one written.
+    ///   cannot be kept, the entries cannot be listed or read, or the new journal written.
     static func rebuild(
         _ paths: _DiskPaths,
         faults: _DiskFaults,
         byteLimit: Int,
         damage: String
-    ) throws(CacheStoreError) -> [CacheStoreProblem] {
-        if rename(paths.journal, paths.journalDamaged) != 0 && errno != ENOENT {
-            throw .ioFailure(path: paths.journal, operation: "rename", errno: errno)
+    ) throws(CacheStoreError) -> (problems: [CacheStoreProblem], nextId: UInt64) {
+        if unlink(paths.journalDamaged) != 0 && errno != ENOENT {
+            throw .ioFailure(path: paths.journalDamaged, operation: "unlink", errno: errno)
         }
+        if link(paths.journal, paths.journalDamaged) != 0 && errno != ENOENT {
+            throw .ioFailure(path: paths.journal, operation: "link", errno: errno)
+        }
+        // The damaged header's next id, where its checksum holds: ids below it may have been
+        // given to files since removed.
+        let headerNextId = (try? checkHeader(_DiskIO.read(paths.journalDamaged, upTo: headerSize), path: "")) ?? 1
         var problems: [CacheStoreProblem] = []
         var newest: [String: (id: UInt64, info: _DiskEntryInfo)] = [:]
         var highestId: UInt64 = 0
         var unusable: [UInt64] = []
-        for name in _DiskIO.names(in: paths.entries) {
-            let idText = name.hasSuffix(".tmp") ? name.dropLast(4) : Substring(name)
-            guard let id = UInt64(idText) else { continue }
+        for (id, temporary) in try entryIds(paths) {
             highestId = max(highestId, id)
-            guard !name.hasSuffix(".tmp") else { continue }
+            guard !temporary else { continue }
             let path = paths.entry(id)
-            let found: Result<_DiskEntryFile.Recovered, _DiskEntryDamage>
-            do throws(CacheStoreError) {
-                found = try _DiskEntryFile.recover(path, byteLimit: byteLimit)
-            } catch {
-                found = .failure(_DiskEntryDamage(reason: "\(error)"))
-            }
-            switch found {
+            switch try _DiskEntryFile.recover(path, byteLimit: byteLimit) {
             case .failure(let damage):
                 unusable.append(id)
                 problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: damage.reason)))
@@ -387,13 +442,14 @@ struct _DiskJournal {
         }
         for id in unusable { unlink(paths.entry(id)) }
         let entries = newest.map { (key: $0.key, info: $0.value.info) }.sorted { $0.info.id < $1.info.id }
-        _ = try write(entries, nextId: highestId + 1, paths: paths, faults: faults)
+        let nextId = max(highestId + 1, min(headerNextId, 1 << 62))
+        _ = try write(entries, nextId: nextId, paths: paths, faults: faults)
         try _DiskIO.syncDirectory(paths.root)
         let summary =
             "\(damage); the index was rebuilt from the entry files: \(entries.count) kept, "
             + "\(problems.count) damaged removed; the damaged journal is \(paths.journalDamaged)"
         problems.insert(CacheStoreProblem(key: nil, error: .corrupted(path: paths.journal, reason: summary)), at: 0)
-        return problems
+        return (problems, nextId)
     }
 
     /// Checks the header at the start of `bytes` (a journal, or at least its first
@@ -494,6 +550,7 @@ struct _DiskJournal {
             return nil
         }
         if let failure { throw failure }
+        if records == 0 { replay.closedCleanly = false }
         replay.bytes = bytes
         if !others.isEmpty { replay.live = liveEntries(replay, others: others) }
         return (replay, offset, records)

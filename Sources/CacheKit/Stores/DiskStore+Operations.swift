@@ -66,7 +66,8 @@ extension DiskStore {
     }
 
     /// Stores `value` for `key`, replacing any entry, with the deadline `expiresAt` (`nil` for
-    /// never), then evicts (removing files) until both limits hold.
+    /// never; a date at infinity is never too, and one at minus infinity or NaN has passed),
+    /// then evicts (removing files) until both limits hold.
     ///
     /// When it returns, the entry survives a crash of the process (see Durability). A value
     /// larger than ``byteLimit`` is refused, and any older entry for `key` removed.
@@ -79,6 +80,11 @@ extension DiskStore {
     ///   it, plus O(1) per entry evicted.
     public func setEntry(_ value: Data, forKey key: String, expiresAt: Date?) async throws(CacheStoreError) {
         try Self.validate(key: key)
+        // A deadline at infinity is none; NaN and minus infinity have passed.
+        let expiresAt = expiresAt.flatMap { date -> Date? in
+            let seconds = date.timeIntervalSinceReferenceDate
+            return seconds.isFinite ? date : (seconds == .infinity ? nil : .distantPast)
+        }
         var after = _DiskAftermath()
         guard value.count <= byteLimit else {
             let failure = withState { state -> CacheStoreError? in

@@ -33,9 +33,10 @@ import Musl
 ///   would drop every later record, so the journal is taken as damaged. A journal
 ///   of a newer format gives ``CacheStoreError/newerFormat(path:found:supported:)`` and is left
 ///   as it is.
-/// - **It heals itself.** A journal that is not one, or damaged before its last record, does
-///   not stop the store from opening: it is moved to `journal.damaged` and the index is rebuilt
-///   from the entry files, each of which names its key and deadline and carries checksums. Every
+/// - **It heals itself.** A journal that is not one, damaged before its last record, or missing
+///   beside entry files does not stop the store from opening: it is kept as `journal.damaged`
+///   and the index is rebuilt from the entry files, each of which names its key and deadline and
+///   carries checksums. Every
 ///   file that checks whole is kept (of two for one key, the later write), the rest are removed,
 ///   and the problem handler hears of the rebuild and of each file removed. The eviction order
 ///   becomes the order of the writes. An entry removed just before a crash whose file was not yet

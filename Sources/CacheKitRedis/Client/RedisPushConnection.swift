@@ -148,6 +148,7 @@ public final class RedisPushConnection: Sendable {
             emit(.armed)
             let armedAt = ContinuousClock.now
             let lost = await watch(connection)
+            let stable = ContinuousClock.now - armedAt >= configuration.reconnectBackoff.maximum
             await connection.closeAndWait(reason: lost)
             state.withLock { state in
                 if state.connection === connection { state.connection = nil }
@@ -157,7 +158,6 @@ public final class RedisPushConnection: Sendable {
             // A connection that stayed up for the backoff's longest delay starts the delays
             // afresh; one a server closes sooner counts as another failure, so that a server
             // that keeps accepting and then closing the connection meets a growing delay.
-            let stable = ContinuousClock.now - armedAt >= configuration.reconnectBackoff.maximum
             failures = stable ? 1 : failures + 1
         }
     }
