@@ -15,6 +15,10 @@ let package = Package(
             dependencies: ["FuzzDriver", .product(name: "CacheKit", package: "CacheKit")]
         ),
         .executableTarget(
+            name: "DiskStoreFuzzer",
+            dependencies: ["FuzzDriver", .product(name: "CacheKit", package: "CacheKit")]
+        ),
+        .executableTarget(
             name: "TraceFuzzer",
             dependencies: ["FuzzDriver", .product(name: "CacheKitSimulator", package: "CacheKit")]
         ),
