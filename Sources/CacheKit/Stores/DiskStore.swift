@@ -297,10 +297,13 @@ public final class DiskStore: CacheStore {
     /// below `nextId` (ids at or above it belong to writes of this run) that no entry has.
     /// Their ids are never given out again, so no entry can come to need them.
     static func removeUnlisted(_ paths: _DiskPaths, live: Set<UInt64>, below nextId: UInt64) {
-        for name in _DiskIO.names(in: paths.entries) {
-            let idText = name.hasSuffix(".tmp") ? name.dropLast(4) : Substring(name)
-            guard let id = UInt64(idText), id < nextId, !live.contains(id) || name.hasSuffix(".tmp") else { continue }
-            unlink(paths.entries + "/" + name)
+        // A listing that fails leaves the files to a later sweep.
+        for (id, temporary) in (try? _DiskJournal.entryIds(paths)) ?? [] where id < nextId {
+            if temporary {
+                unlink(paths.entryTemporary(id))
+            } else if !live.contains(id) {
+                unlink(paths.entry(id))
+            }
         }
     }
 }
