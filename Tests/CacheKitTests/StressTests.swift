@@ -8,9 +8,14 @@ import Testing
 /// `swift test --sanitize=thread`; the end state is checked against what the handler reported.
 @Suite("Stress")
 struct StressTests {
-    @Test("mixed operations from many threads keep the cache consistent", arguments: EvictionPolicy.allCases)
-    func hammer(policy: EvictionPolicy) async {
+    @Test(
+        "mixed operations from many threads keep the cache consistent",
+        arguments: EvictionPolicy.allCases,
+        [false, true]
+    )
+    func hammer(policy: EvictionPolicy, sharedReads: Bool) async {
         let cache = Cache<Int, Int>(countLimit: 200, totalCostLimit: 2_000, policy: policy)
+        if sharedReads { cache._shareReads() }
         let inserted = Atomic<Int>(0)
         let left = Atomic<Int>(0)  // removals of a key (every reason but `.replaced`)
         cache.removalHandler = { removal in

@@ -34,10 +34,31 @@ import _CacheKitShims
 /// too.
 ///
 /// ## Thread safety
-/// Every read and write holds one lock for an O(1) critical section (enumeration
-/// and bulk removals for O(n) and O(k)). The lock keeps its throughput when more threads contend
-/// for it than there are cores (see <doc:Performance>), but threads do not read in parallel: for
-/// many readers, use ``SharedCache``. `Cache` is `Sendable` exactly when `Key` and `Value` are.
+/// Reads run in parallel; writes take turns. ``value(forKey:)``, the subscript's getter,
+/// ``peekValue(forKey:)`` and ``contains(_:)`` hold a reader-writer lock shared, in one of
+/// several stripes on separate cache lines chosen by the calling thread, so readers on different
+/// cores write no common memory. The policy cannot hear of a read while others read: the read
+/// leaves its slot in its stripe's buffer, and the next write, or the reader that fills a
+/// buffer, tells the policy, in order (see <doc:SharingACache> for the same design in
+/// ``SharedCache``). Every other operation holds the lock exclusively for an O(1) critical
+/// section (enumeration and bulk removals for O(n) and O(k)), after the writers' own lock,
+/// which keeps its throughput when more threads contend for it than there are cores.
+///
+/// What holds on both paths:
+/// - A read sees every write that returned before it began, and never half of one.
+/// - Limits hold when a write returns; evictions happen only in writes.
+/// - Statistics count every request (readers count theirs in their stripe).
+/// - An expired entry is never returned: a read that finds anything expired (its own entry or
+///   another) takes the exclusive path, which removes and reports what expired, as before.
+/// - With ``Expiration/afterAccess`` every read moves a deadline, so reads take the lock
+///   exclusively.
+/// - Eviction order: on one thread the policy hears every read, in order, before the next write
+///   or enumeration. Under contention a read may be lost when its stripe's buffer is full and
+///   another thread is replaying (as Caffeine drops reads), and reads of different threads
+///   reach the policy in the order of their stripes, not of their calls.
+///
+/// A reader that finds writers holding the lock for long joins them on the writers' lock
+/// rather than spin. `Cache` is `Sendable` exactly when `Key` and `Value` are.
 ///
 /// ## Performance
 /// Entries live in contiguous slot arrays with a 4-byte-per-bucket hash index, so a million
@@ -52,8 +73,21 @@ import _CacheKitShims
 /// collide than `Hasher`'s SipHash. If an adversary picks your integer keys, wrap them in a key
 /// type of your own: every other key type is hashed by its `Hashable` conformance.
 public final class Cache<Key: Hashable, Value> {
-    @usableFromInline let lock = _Lock()
+    // Stored properties are laid out in declaration order (by today's compiler): first what
+    // every read loads and nothing changes, then, 128 bytes further on, what writers and
+    // replays change, so that they do not take the line every reader needs.
+
+    /// Readers hold it shared, one stripe each; writers exclusively, after `writers`.
+    @usableFromInline let readers = _StripedLock(stripes: _StripedLock.stripesForThisMachine)
     @usableFromInline let state: UnsafeMutablePointer<_CacheState<Key, Value>>
+    /// Reads take the exclusive path (a time to idle is set: every read moves a deadline).
+    @usableFromInline let _exclusiveReads: Bool
+    /// The policy orders entries by reads (every policy but FIFO): reads are buffered for it.
+    @usableFromInline let _policyHearsReads: Bool
+    /// Whether reads take the shared lock: set, once and for good, by a writer that finds
+    /// threads contending (see `_contentions`). Until then every operation takes `writers`
+    /// alone, as a lock with one user costs least that way.
+    @usableFromInline let _readsShared = Atomic<Bool>(false)
     /// Where the index's buckets are (their address and `mask`), copied out of the state after
     /// each critical section that moved them, so that a read or write can prefetch its key's
     /// bucket before it takes the lock (see `_prefetchIndex`). Relaxed atomics, read outside
@@ -71,6 +105,21 @@ public final class Cache<Key: Hashable, Value> {
     private var sweeper: Task<Void, Never>?
     /// The expiration triggers, cancelled when the cache goes.
     let _triggers = _Triggers()
+
+    /// Keeps the properties below off the cache lines of those above.
+    private let _padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+    )
+    /// Writers take turns on it, then hold `readers` exclusively: a writer that waits sleeps.
+    @usableFromInline let writers = _Lock()
+    /// Held by a reader replaying the buffered reads (readers go on); see `_replayFullBuffer`.
+    @usableFromInline let _policyLock = Atomic<Bool>(false)
+    /// Whether readers count their hits and misses (the engine's flag, copied for readers).
+    @usableFromInline let _recordsStatistics = Atomic<Bool>(true)
+    /// What warming the replayed slots read, kept so that the loads are not optimized away.
+    @usableFromInline let _warmed = Atomic<Int>(0)
+    /// How many times a thread found `writers` held; guarded by `writers`.
+    @usableFromInline var _contentions = 0
 
     /// Creates a cache.
     ///
@@ -100,6 +149,8 @@ public final class Cache<Key: Hashable, Value> {
         insertionPolicy: (@Sendable (_ key: Key, _ value: Value, _ cost: Int) -> Bool)? = nil
     ) {
         state = _CacheState.allocate(countLimit, totalCostLimit, policy, expiration)
+        _exclusiveReads = expiration.afterAccess != nil
+        _policyHearsReads = policy.kind != .fifo
         _timekeeper = _Timekeeper(clock, active: expiration.isActive)
         _insertionPolicy = insertionPolicy
         _publishBuckets()
@@ -174,16 +225,135 @@ public final class Cache<Key: Hashable, Value> {
 extension Cache: _StateHost {
     // A `_Mutex` hands out its value as `inout sending` and wants a `sending` result, which
     // region checking cannot prove for a generic, possibly non-Sendable `Value` copied out of the
-    // state. The state therefore lives beside a bare `_Lock`, and this is the one place that
-    // locks it, scoped exactly like `withLock`.
-    /// See `_StateHost`: public only for the inlinable operations both caches share.
+    // state. The state therefore lives beside bare locks, and this is the one place that locks
+    // it exclusively, scoped exactly like `withLock`.
+    /// See `_StateHost`: public only for the inlinable operations both caches share. Holds the
+    /// lock exclusively and tells the policy about the buffered reads first, so that `body`
+    /// sees the eviction order every read so far made.
     @inlinable
+    @inline(__always)
     public func _withState<R: ~Copyable>(_ body: (inout _CacheState<Key, Value>) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        let result = try body(&state.pointee)
+        let turn = _beginWriting()
+        do {
+            let result = try body(&state.pointee)
+            _endWriting(turn)
+            return result
+        } catch {
+            _endWriting(turn)
+            throw error
+        }
+    }
+
+    /// What `_beginWriting` found, for `_endWriting`.
+    @frozen
+    @usableFromInline
+    struct _WritingTurn {
+        /// Readers were held off (reads are shared).
+        @usableFromInline let heldReadersOff: Bool
+        /// Another thread held `writers` when this one came.
+        @usableFromInline let contended: Bool
+        /// The slot storage's epoch when the turn began.
+        @usableFromInline let epoch: UInt32
+
+        @inlinable
+        init(heldReadersOff: Bool, contended: Bool, epoch: UInt32) {
+            self.heldReadersOff = heldReadersOff
+            self.contended = contended
+            self.epoch = epoch
+        }
+    }
+
+    /// Takes `writers`; when reads are shared, also holds readers off and tells the policy of
+    /// their buffered reads. (The check and the rest are apart so that the common turn, one
+    /// thread and reads not shared, stays small enough to inline into every operation.)
+    @inlinable
+    @inline(__always)
+    func _beginWriting() -> _WritingTurn {
+        let contended = writers.lockNotingContention()
+        // Stable while `writers` is held: only a holder of it changes it.
+        guard contended || _readsShared.load(ordering: .relaxed) else {
+            return _WritingTurn(heldReadersOff: false, contended: false, epoch: 0)
+        }
+        return _beginSharedWriting(contended: contended)
+    }
+
+    @inlinable
+    @inline(never)
+    func _beginSharedWriting(contended: Bool) -> _WritingTurn {
+        let shared = _readsShared.load(ordering: .relaxed)
+        if shared {
+            readers.lockExclusiveAlone()
+            if _policyHearsReads && readers.hasBufferedReads { _replayBufferedReads() }
+        }
+        return _WritingTurn(heldReadersOff: shared, contended: contended, epoch: state.pointee.core.epoch)
+    }
+
+    /// Ends what `_beginWriting` began: publishes the index, lets readers in, releases `writers`.
+    @inlinable
+    @inline(__always)
+    func _endWriting(_ turn: _WritingTurn) {
+        if turn.heldReadersOff || turn.contended {
+            _endSharedWriting(turn)
+        } else {
+            _publishBuckets()
+        }
+        writers.unlock()
+    }
+
+    @inlinable
+    @inline(never)
+    func _endSharedWriting(_ turn: _WritingTurn) {
         _publishBuckets()
-        return result
+        if turn.heldReadersOff {
+            // Fresh slot storage (`removeAll`) restarts the versions: a read left behind in a
+            // buffer (see `_StripedLock.replayReads`) must not reach the new entries.
+            if state.pointee.core.epoch != turn.epoch { readers.discardReads() }
+            readers.unlockExclusive()
+        } else if turn.contended {
+            _noteContention()
+        }
+    }
+
+    /// Tells the policy about the reads the stripes buffered: out of line, as most writes find
+    /// none. Under the exclusive lock, or a reader's policy lock.
+    @inlinable
+    @inline(never)
+    func _replayBufferedReads() {
+        let warmed = readers.replayReads(into: state)
+        if warmed != 0 { _warmed.store(warmed, ordering: .relaxed) }
+    }
+
+    /// Counts a contended acquisition of `writers` (held), and after `contentionsBeforeSharing`
+    /// of them lets reads take the shared lock from now on. The switch is the last thing the
+    /// holder does before releasing `writers`: a reader that sees it (acquiring) sees the state
+    /// complete, and every later writer, holding `writers`, holds readers off first.
+    @inlinable
+    @inline(never)
+    func _noteContention() {
+        _contentions += 1
+        guard _contentions >= Self.contentionsBeforeSharing else { return }
+        // Versions identify an entry across the lock's release: buffered reads carry them.
+        state.pointee.core.trackGenerations()
+        _readsShared.store(true, ordering: .releasing)
+    }
+
+    /// How many contended acquisitions make a cache share its reads: enough that a rare second
+    /// thread leaves a cache used by one thread on the cheaper path, few enough that threads
+    /// contending for it get parallel reads within microseconds.
+    @usableFromInline static var contentionsBeforeSharing: Int { 64 }
+
+    /// Whether reads take the shared lock (for the package's tests).
+    package var _readsAreShared: Bool { _readsShared.load(ordering: .acquiring) }
+
+    /// Lets reads take the shared lock now (for the package's tests and benchmarks, which
+    /// exercise the shared path without first contending).
+    package func _shareReads() {
+        writers.lock()
+        if !_readsShared.load(ordering: .relaxed) {
+            state.pointee.core.trackGenerations()
+            _readsShared.store(true, ordering: .releasing)
+        }
+        writers.unlock()
     }
 
     /// Copies the index's address and mask out for `_prefetchIndex` if they changed (the index

@@ -15,6 +15,7 @@ extension _StateHost {
     /// itself there; it retires in the same section, so no caller sees neither the load nor its
     /// value).
     @inlinable
+    @inline(__always)
     func _store(
         _ value: Value,
         forKey key: Key,
@@ -127,6 +128,7 @@ extension _StateHost {
     /// - `.restore`: the value the key already has, or `value` itself when its cost cannot be
     ///   counted beside the total (`_CacheCore.totalCostCanTake`).
     @inlinable
+    @inline(__always)
     static func _valueKept(
         insteadOf value: Value,
         forKey key: Key,

@@ -26,6 +26,22 @@ public protocol _StateHost: AnyObject {
     /// (`Cache`; nothing for `SerialCache`, which takes no lock). Returns the key's hash
     /// (`_CacheCore.hash(of:)`) if it took it, so that the engine need not take it again.
     func _prefetchIndex(for key: Key) -> Int?
+
+    // The reads and statistics a cache may serve its own way (`Cache` reads under a shared
+    // lock and counts requests per stripe); the defaults run through `_withState`.
+
+    /// The value for `key`, recording a use with the policy.
+    func _value(forKey key: Key) -> Value?
+    /// The value for `key` without recording a use.
+    func _peekValue(forKey key: Key) -> Value?
+    /// Whether `key` has an entry.
+    func _contains(_ key: Key) -> Bool
+    /// The counts of ``CacheStatistics``.
+    var _statistics: CacheStatistics { get }
+    /// Whether statistics are counted.
+    var _isRecordingStatistics: Bool { get set }
+    /// Sets every count to zero.
+    func _resetStatistics()
 }
 
 /// When a store happens.
@@ -59,6 +75,7 @@ extension _StateHost {
     /// Runs `body` in one critical section after removing the entries expired by `now`, then
     /// reports what left (the sweep's removals and any `body` appended) outside it.
     @inlinable
+    @inline(__always)
     func _withSweptState<R>(
         now: Int64,
         _ body: (inout _CacheState<Key, Value>, inout _Removals<Key, Value>) throws -> R
@@ -86,9 +103,16 @@ extension _StateHost {
     }
 
     @inlinable
-    func _value(forKey key: Key) -> Value? {
-        let hash = _prefetchIndex(for: key)
-        let now = _timekeeper.now()
+    public func _value(forKey key: Key) -> Value? {
+        _exclusiveValue(forKey: key, hash: _prefetchIndex(for: key), now: _timekeeper.now())
+    }
+
+    /// `_value(forKey:)` inside `_withState`: the engine's read, which tells the policy at once
+    /// and moves a time-to-idle deadline. `hash`: the key's hash if taken, `now` the clock's
+    /// reading.
+    @inlinable
+    @inline(__always)
+    func _exclusiveValue(forKey key: Key, hash: Int?, now: Int64) -> Value? {
         // The observer is copied out only when one is installed: copying the optional closure
         // unconditionally cost every read a retain and a release, even of `nil`.
         var observer: ((CacheActivity<Key>) -> Void)?
@@ -101,12 +125,12 @@ extension _StateHost {
     }
 
     @inlinable
-    func _peekValue(forKey key: Key) -> Value? {
+    public func _peekValue(forKey key: Key) -> Value? {
         _withSweptState { $0.core.peekValue(forKey: key) }
     }
 
     @inlinable
-    func _contains(_ key: Key) -> Bool {
+    public func _contains(_ key: Key) -> Bool {
         _withSweptState { $0.core.slot(of: key) >= 0 }
     }
 
@@ -262,16 +286,16 @@ extension _StateHost {
     var _count: Int { _withSweptState { $0.core.count } }
 
     @inlinable
-    var _statistics: CacheStatistics { _withState { $0.core.stats.snapshot } }
+    public var _statistics: CacheStatistics { _withState { $0.core.stats.snapshot } }
 
     @inlinable
-    var _isRecordingStatistics: Bool {
+    public var _isRecordingStatistics: Bool {
         get { _withState { $0.core.stats.isRecording } }
         set { _withState { $0.core.stats.isRecording = newValue } }
     }
 
     @inlinable
-    func _resetStatistics() { _withState { $0.core.stats.reset() } }
+    public func _resetStatistics() { _withState { $0.core.stats.reset() } }
 
     @inlinable
     var _totalCost: Int { _withSweptState { $0.core.totalCost } }

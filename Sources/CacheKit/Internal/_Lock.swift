@@ -96,6 +96,27 @@ package struct _Lock: ~Copyable, @unchecked Sendable {
         tsanAcquire?(address)
     }
 
+    /// Takes the lock, as ``lock()`` does; returns whether it had to wait for another thread.
+    ///
+    /// - Complexity: O(1) when free: one compare-and-exchange.
+    @inlinable
+    @inline(__always)
+    package borrowing func lockNotingContention() -> Bool {
+        #if os(Linux)
+        var contended = false
+        if !word.pointee.compareExchange(expected: 0, desired: Self.held, ordering: .acquiring).exchanged {
+            lockContended()
+            contended = true
+        }
+        tsanAcquire?(address)
+        return contended
+        #else
+        if tryLock() { return false }
+        lock()
+        return true
+        #endif
+    }
+
     /// Takes the lock if it is free; returns whether it did. Never waits.
     @inlinable
     package borrowing func tryLock() -> Bool {

@@ -155,37 +155,10 @@ extension SharedCache {
         }
     }
 
-    /// Tells the policy about the reads the stripes buffered, skipping slots whose entry changed.
-    /// The slots are warmed first (see `_CacheCore.warm(slots:)`): the replay relinks entries
-    /// at random places, and it is work that no other thread can do meanwhile.
+    /// Tells the policy about the reads the stripes buffered (see `_StripedLock.replayReads`).
     @inlinable
     func replayReads() {
-        let state = _state
-        withUnsafeTemporaryAllocation(of: _SlotRead.self, capacity: _lock.bufferedReadCapacity) { reads in
-            var count = 0
-            _lock.drainReads { read in
-                (reads.baseAddress.unsafelyUnwrapped + count).initialize(to: read)
-                count += 1
-            }
-            guard count > 0 else { return }
-            if count > 1 {
-                withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { slots in
-                    for i in 0..<count { slots[i] = Int(reads[i].slot) }
-                    _warmed.store(state.pointee.core.warm(slots: slots), ordering: .relaxed)
-                }
-            }
-            // The bound: a read recorded as a stripe was being emptied can stay behind in its
-            // buffer and be replayed later, after `removeAll` replaced the slot storage. Such a
-            // read's generation is odd (its entry was live), and a free slot's is even (see
-            // `bumpGeneration`), so it can match only a live entry of the new storage: a wasted
-            // recency bump, never a policy operation on a free slot.
-            let slots = Int32(truncatingIfNeeded: state.pointee.core.slotsUsed)
-            for read in reads[0..<count]
-            where read.slot < slots
-                && state.pointee.core.generations.unsafelyUnwrapped[Int(read.slot)] == read.generation
-            {
-                state.pointee.core.recordAccess(read.slot)
-            }
-        }
+        let warmed = _lock.replayReads(into: _state)
+        if warmed != 0 { _warmed.store(warmed, ordering: .relaxed) }
     }
 }

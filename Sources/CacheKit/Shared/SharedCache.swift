@@ -58,8 +58,8 @@ import Synchronization
 /// ``Expiration/afterWrite`` and per-entry `expiresAfter` cost readers nothing extra: an expired
 /// entry is never returned, counted or listed, and drains remove it. A time to idle
 /// (``Expiration/afterAccess``) makes every read of one key (``value(forKey:)`` and the
-/// subscript) move its deadline, so a cache with one takes its lock exclusively for those reads:
-/// use ``Cache`` when idle expiry and parallel reads both matter. Peeks, `contains`, and the
+/// subscript) move its deadline, so a cache with one takes its lock exclusively for those reads
+/// (as ``Cache`` does). Peeks, `contains`, and the
 /// bulk reads ``values(forKeys:)`` and ``allItems()`` count as no access and move no deadline.
 ///
 /// ## Events

@@ -69,6 +69,9 @@ extension SerialCache: CacheUnderTest {
 /// Which cache type a parameterized test builds.
 enum CacheKind: String, CaseIterable, CustomStringConvertible, Sendable {
     case cache = "Cache"
+    /// A `Cache` whose reads take the shared lock from the start (as they do once threads
+    /// contend for it): the policy hears reads from the stripes' buffers.
+    case cacheSharingReads = "Cache (shared reads)"
     case serial = "SerialCache"
 
     var description: String { rawValue }
@@ -85,15 +88,19 @@ enum CacheKind: String, CaseIterable, CustomStringConvertible, Sendable {
     ) -> any CacheUnderTest<Key, Value> {
         let clock = clock ?? ManualClock()
         return switch self {
-        case .cache:
-            Cache<Key, Value>(
-                countLimit: countLimit,
-                totalCostLimit: totalCostLimit,
-                policy: policy,
-                expiration: expiration,
-                clock: clock,
-                insertionPolicy: insertionPolicy
-            )
+        case .cache, .cacheSharingReads:
+            {
+                let cache = Cache<Key, Value>(
+                    countLimit: countLimit,
+                    totalCostLimit: totalCostLimit,
+                    policy: policy,
+                    expiration: expiration,
+                    clock: clock,
+                    insertionPolicy: insertionPolicy
+                )
+                if self == .cacheSharingReads { cache._shareReads() }
+                return cache
+            }()
         case .serial:
             SerialCache<Key, Value>(
                 countLimit: countLimit,

@@ -1,4 +1,5 @@
 import Synchronization
+import _CacheKitShims
 
 #if canImport(Glibc)
 import Glibc
@@ -121,6 +122,15 @@ final class _StripedLock: @unchecked Sendable {
     let harvestedHits = Atomic<Int>(0)
     let harvestedMisses = Atomic<Int>(0)
 
+    /// A stripe count for this machine: twice its processors (so that threads, placed by a
+    /// hash of their handles, seldom share one), as a power of two from 4 to 64.
+    static let stripesForThisMachine: Int = {
+        let processors = Swift.max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        var count = 4
+        while count < 2 * processors && count < 64 { count *= 2 }
+        return count
+    }()
+
     init(stripes count: Int = 16) {
         precondition(count > 0 && count & (count - 1) == 0, "stripe count must be a power of two")
         stripeCount = count
@@ -194,6 +204,54 @@ final class _StripedLock: @unchecked Sendable {
         }
     }
 
+    /// Holds the lock shared, as ``lockShared()`` does, unless writers keep it for longer than a
+    /// few turns of the scheduler: then returns `nil`, and the caller takes the writers' path
+    /// instead (queueing on their lock, which sleeps, rather than spinning behind a stream of
+    /// writers that never leaves a gap).
+    ///
+    /// - Complexity: O(1) and one atomic read-modify-write when no writer holds the lock.
+    @inlinable
+    @inline(__always)
+    func tryLockShared() -> Stripe? {
+        let stripe = currentStripe
+        let old = stripe.state.pointee.wrappingAdd(1, ordering: .sequentiallyConsistent).oldValue
+        if !writer.load(ordering: .sequentiallyConsistent) {
+            if old & Self.harvestBits != 0 { harvest(stripe) }
+            return stripe
+        }
+        stripe.state.pointee.wrappingSubtract(1, ordering: .releasing)
+        return lockSharedAfterWaiting(stripe)
+    }
+
+    /// The rest of ``tryLockShared()``, out of line: spins a bounded number of times while a
+    /// writer holds the lock (a write is O(1)), retrying whenever it leaves; gives up after
+    /// ``sharedSpinLimit`` spins in all. It never yields: a reader that gives up queues on the
+    /// writers' lock, which sleeps.
+    @usableFromInline
+    @inline(never)
+    func lockSharedAfterWaiting(_ stripe: Stripe) -> Stripe? {
+        var spins = 0
+        while spins < Self.sharedSpinLimit {
+            while writer.load(ordering: .relaxed) {
+                spins += 1
+                if spins >= Self.sharedSpinLimit { return nil }
+                _cachekit_spin_hint()
+            }
+            let old = stripe.state.pointee.wrappingAdd(1, ordering: .sequentiallyConsistent).oldValue
+            if !writer.load(ordering: .sequentiallyConsistent) {
+                if old & Self.harvestBits != 0 { harvest(stripe) }
+                return stripe
+            }
+            stripe.state.pointee.wrappingSubtract(1, ordering: .releasing)
+            spins += 1
+        }
+        return nil
+    }
+
+    /// How long ``tryLockShared()`` spins on a writer before it gives up: about as long as a few
+    /// O(1) writes, as `_Lock` spins before it sleeps.
+    @usableFromInline static var sharedSpinLimit: Int { 256 }
+
     /// Leaves the shared lock, counting the read as `tally` says, in one atomic add.
     ///
     /// - Complexity: O(1) and one atomic read-modify-write.
@@ -254,11 +312,32 @@ final class _StripedLock: @unchecked Sendable {
         return true
     }
 
+    /// Holds the lock exclusively, for a caller that already keeps other writers out (with a
+    /// lock of its own, which sleeps): raises the flag and waits for the readers in flight.
+    /// Release with ``unlockExclusive()`` before the caller's own lock.
+    ///
+    /// - Complexity: O(stripes) loads, and waits only for readers inside their O(1) sections.
+    @inlinable
+    func lockExclusiveAlone() {
+        writer.store(true, ordering: .sequentiallyConsistent)
+        waitForReaders()
+    }
+
+    /// Waits for each stripe's readers to leave: spinning first (a read is O(1)), then yielding
+    /// the processor, in case a reader was descheduled inside its read.
     @inlinable
     func waitForReaders() {
         for index in 0..<stripeCount {
             let state = stripe(index).state
-            while state.pointee.load(ordering: .sequentiallyConsistent) & Self.readerMask != 0 { sched_yield() }
+            var spins = 0
+            while state.pointee.load(ordering: .sequentiallyConsistent) & Self.readerMask != 0 {
+                if spins < Self.sharedSpinLimit {
+                    spins += 1
+                    _cachekit_spin_hint()
+                } else {
+                    sched_yield()
+                }
+            }
         }
     }
 
@@ -283,9 +362,57 @@ final class _StripedLock: @unchecked Sendable {
         }
     }
 
+    /// Whether any stripe holds buffered reads (by its count). Called holding the lock
+    /// exclusively, just after ``waitForReaders()`` loaded the same cache lines.
+    @inlinable
+    var hasBufferedReads: Bool {
+        for index in 0..<stripeCount where stripe(index).readCount.pointee.load(ordering: .relaxed) != 0 {
+            return true
+        }
+        return false
+    }
+
+    /// Tells the policy of `state` about the reads the stripes buffered, skipping slots whose
+    /// entry changed since (by generation); returns what warming the slots read (the caller
+    /// keeps it, so that the loads are not optimized away). The slots are warmed first (see
+    /// `_CacheCore.warm(slots:)`): the replay relinks entries at random places. Only one
+    /// replay at a time (the caller's policy lock or exclusive lock); readers may go on.
+    @inlinable
+    func replayReads<Key, Value>(into state: UnsafeMutablePointer<_CacheState<Key, Value>>) -> Int {
+        withUnsafeTemporaryAllocation(of: _SlotRead.self, capacity: bufferedReadCapacity) { reads in
+            var count = 0
+            drainReads { read in
+                (reads.baseAddress.unsafelyUnwrapped + count).initialize(to: read)
+                count += 1
+            }
+            guard count > 0 else { return 0 }
+            var warmed = 0
+            if count > 1 {
+                withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { slots in
+                    for i in 0..<count { slots[i] = Int(reads[i].slot) }
+                    warmed = state.pointee.core.warm(slots: slots)
+                }
+            }
+            // The bound: a read recorded as a stripe was being emptied can stay behind in its
+            // buffer and be replayed later, after `removeAll` replaced the slot storage. Such a
+            // read's generation is odd (its entry was live), and a free slot's is even (see
+            // `bumpGeneration`), so it can match only a live entry of the new storage: a wasted
+            // recency bump, never a policy operation on a free slot.
+            let slots = Int32(truncatingIfNeeded: state.pointee.core.slotsUsed)
+            for read in reads[0..<count]
+            where read.slot < slots
+                && state.pointee.core.generations.unsafelyUnwrapped[Int(read.slot)] == read.generation
+            {
+                state.pointee.core.recordAccess(read.slot)
+            }
+            return warmed
+        }
+    }
+
     /// Forgets every buffered read, in every position (a read recorded while a stripe was being
     /// emptied can sit past its count). Called with the lock held exclusively: no read is being
     /// recorded.
+    @usableFromInline
     func discardReads() {
         for index in 0..<stripeCount {
             let stripe = stripe(index)
