@@ -1,6 +1,5 @@
 import CacheKit
 import Foundation
-import Synchronization
 import Testing
 
 /// Exact miss counts on real traces: the figures in `../shared/traces/README.md`, computed by
@@ -65,51 +64,6 @@ struct TraceTests {
         }
         #expect(disagreements == 0)
         #expect(serial.keys == shared.keys)
-    }
-}
-
-/// Reads that reach the policy late (from the stripes' buffers) or not at all (a full buffer
-/// while another thread replays) must not cost hit ratio: four threads take the trace's
-/// requests in turn (each claims the next one from a shared counter, so the order stays the
-/// trace's but for a few requests in flight) through a `Cache` whose reads are shared.
-@Suite(
-    "Real traces on four threads",
-    .enabled("../shared/traces/OLTP.lis is absent; skipped (with CI=true, a failure)") {
-        try Traces.required("OLTP.lis")
-    }
-)
-struct ConcurrentTraceTests {
-    static let cases = TraceTests.reference.filter { $0.trace != "cloudPhysicsIO.oracleGeneral.bin" }.flatMap { row in
-        [EvictionPolicy.lru, .wTinyLFU].map { (row.trace, row.size, $0) }
-    }
-
-    @Test("four threads replaying a trace stay within half a point of one thread's hit ratio", arguments: cases)
-    func fourThreadsKeepTheHitRatio(trace: String, size: Int, policy: EvictionPolicy) async throws {
-        let keys = try Traces.keys(trace)
-        let serial = SerialCache<Int, Bool>(countLimit: size, policy: policy)
-        var serialHits = 0
-        for key in keys {
-            if serial[key] == nil { serial[key] = true } else { serialHits += 1 }
-        }
-        let cache = Cache<Int, Bool>(countLimit: size, policy: policy)
-        cache._shareReads()
-        let next = Atomic<Int>(0)
-        let hits = Atomic<Int>(0)
-        await runOnThreads(4) { _ in
-            while true {
-                let index = next.add(1, ordering: .relaxed).oldValue
-                guard index < keys.count else { return }
-                if cache[keys[index]] == nil {
-                    cache[keys[index]] = true
-                } else {
-                    hits.add(1, ordering: .relaxed)
-                }
-            }
-        }
-        let one = 100 * Double(serialHits) / Double(keys.count)
-        let four = 100 * Double(hits.load(ordering: .relaxed)) / Double(keys.count)
-        #expect(abs(four - one) <= 0.5, "\(policy) on \(trace) at \(size): \(four)% on four threads, \(one)% on one")
-        cache._checkInvariants()
     }
 }
 
