@@ -2,7 +2,7 @@
 import NIOCore
 import Testing
 
-@testable import CacheKitRedis
+@_spi(Fuzzing) @testable import CacheKitRedis
 
 struct RESPDecoderTests {
     /// Feeds `bytes` in the given chunk sizes and returns every value decoded, or the error thrown.
@@ -183,6 +183,22 @@ struct RESPDecoderTests {
         #expect(values == [.simpleString(String(repeating: "a", count: 60_000)), .integer(7)])
         // Rescanning from the line's start on every byte would examine about 1.8 billion bytes.
         #expect(decoder.bytesScanned <= 2 * bytes.count)
+    }
+
+    @Test("the fuzzing entry point: the same replies whole and in pieces, violations, partial replies")
+    func fuzzingEntryPoint() {
+        let bytes = Array("*2\r\n:1\r\n$1\r\na\r\n+OK\r\n".utf8)
+        let whole = _RESPFuzzing.decode(bytes, pieces: [], limits: RedisReplyLimits())
+        let split = _RESPFuzzing.decode(bytes, pieces: [1, 3], limits: RedisReplyLimits())
+        #expect(whole.outcome.values == [.array([.integer(1), .blobString(Array("a".utf8))]), .simpleString("OK")])
+        #expect(whole.outcome == split.outcome)
+        #expect(split.bytesScanned <= 2 * bytes.count)
+        let deep = Array(String(repeating: "*1\r\n", count: 100).utf8)
+        let violation = _RESPFuzzing.decode(deep, pieces: [2], limits: RedisReplyLimits(maximumNestingDepth: 8))
+        #expect(violation.outcome.failed && violation.outcome.values.isEmpty)
+        let partial = _RESPFuzzing.decode(Array("+a\r\n$5\r\nhel".utf8), pieces: [], limits: RedisReplyLimits())
+        #expect(partial.outcome.values == [.simpleString("a")])
+        #expect(partial.outcome.midValue && !partial.outcome.failed)
     }
 }
 #endif
