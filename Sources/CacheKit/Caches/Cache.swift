@@ -382,3 +382,15 @@ extension Cache: _StateHost {
         return hash
     }
 }
+
+// `Cache` guards its state with its locks and runs handlers outside them; its handlers are
+// `@Sendable`. It is safe to share exactly when what it stores is.
+extension Cache: @unchecked Sendable where Key: Sendable, Value: Sendable {}
+
+/// What a cache's background sweep calls: erasing `Cache`'s generic parameters keeps the sweep's
+/// task free of its (possibly non-`Sendable`) key and value types.
+protocol _Sweepable: AnyObject {
+    func removeExpired()
+}
+
+extension Cache: _Sweepable {}

@@ -1,4 +1,4 @@
-// Shared/: SharedCache, its striped reader-writer lock, write queue, drain and change log. Asks
+// Shared/: SharedCache, its write queue, drain and change log, over the striped lock. Asks
 // the engine for every rule of storing, expiring and evicting; Caches/ never depends on it.
 
 import Dispatch

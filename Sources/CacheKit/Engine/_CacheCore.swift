@@ -1,4 +1,4 @@
-// Internal/: the engine (slots, hash index, list links, limits) that every cache drives. Returns
+// Engine/: the engine (slots, hash index, list links, limits) that every cache drives. Returns
 // removals instead of calling out; knows no lock, handler or thread.
 
 import _CacheKitShims
