@@ -205,6 +205,23 @@ struct SharedReadStressTests {
         cache._checkInvariants()
     }
 
+    @Test("a cache with a time to idle keeps its reads exclusive however threads contend for it")
+    func idleExpiryKeepsReadsExclusive() async {
+        let cache = Cache<Int, Int>(expiration: .afterAccess(.seconds(60)), clock: ManualClock())
+        let twin = Cache<Int, Int>()
+        await runOnThreads(4) { thread in
+            for round in 0..<20_000 {
+                for target in [cache, twin] {
+                    target.setValue(round, forKey: thread * 1_000 + round % 100)
+                    _ = target.value(forKey: thread * 1_000 + round % 100)
+                }
+            }
+        }
+        // The same traffic moved the cache without a time to idle: the threads did contend.
+        #expect(twin._readsAreShared)
+        #expect(!cache._readsAreShared)
+    }
+
     @Test("statistics count every read on either path", arguments: [false, true])
     func statisticsCountSharedReads(shared: Bool) async {
         let cache = Cache<Int, Int>(countLimit: 100, policy: .lru)

@@ -34,31 +34,36 @@ import _CacheKitShims
 /// too.
 ///
 /// ## Thread safety
-/// Reads run in parallel; writes take turns. ``value(forKey:)``, the subscript's getter,
-/// ``peekValue(forKey:)`` and ``contains(_:)`` hold a reader-writer lock shared, in one of
-/// several stripes on separate cache lines chosen by the calling thread, so readers on different
-/// cores write no common memory. The policy cannot hear of a read while others read: the read
-/// leaves its slot in its stripe's buffer, and the next write, or the reader that fills a
-/// buffer, tells the policy, in order (see <doc:SharingACache> for the same design in
-/// ``SharedCache``). Every other operation holds the lock exclusively for an O(1) critical
-/// section (enumeration and bulk removals for O(n) and O(k)), after the writers' own lock,
-/// which keeps its throughput when more threads contend for it than there are cores.
+/// Every operation starts on one lock, which costs a cache used by one thread least. When
+/// threads keep contending for it (64 contended turns within 10 milliseconds), the cache moves,
+/// for good, to parallel reads: ``value(forKey:)``, the subscript's getter, ``peekValue(forKey:)``
+/// and ``contains(_:)`` then hold a reader-writer lock shared, in one of several stripes on
+/// separate cache lines chosen by a hash of the calling thread, so that readers on different
+/// cores seldom write the same memory. The policy cannot hear of a read while others read: the
+/// read leaves its slot in its stripe's buffer, and the next write, or the reader that fills a
+/// buffer, tells the policy (see <doc:SharingACache> for the same design in ``SharedCache``).
+/// Writes take turns: each holds the lock exclusively, after the writers' own lock, which keeps
+/// its throughput when more threads contend for it than there are cores, and first replays the
+/// buffered reads (at most 64 per stripe). A critical section is O(1) besides that replay
+/// (enumeration and bulk removals O(n) and O(k)). A cache with a time to idle
+/// (``Expiration/afterAccess``) never moves: each of its reads moves a deadline.
 ///
 /// What holds on both paths:
 /// - A read sees every write that returned before it began, and never half of one.
 /// - Limits hold when a write returns; evictions happen only in writes.
 /// - Statistics count every request (readers count theirs in their stripe).
 /// - An expired entry is never returned: a read that finds anything expired (its own entry or
-///   another) takes the exclusive path, which removes and reports what expired, as before.
-/// - With ``Expiration/afterAccess`` every read moves a deadline, so reads take the lock
-///   exclusively.
+///   another) takes the exclusive path, which removes and reports what expired.
 /// - Eviction order: on one thread the policy hears every read, in order, before the next write
-///   or enumeration. Under contention a read may be lost when its stripe's buffer is full and
-///   another thread is replaying (as Caffeine drops reads), and reads of different threads
-///   reach the policy in the order of their stripes, not of their calls.
+///   or enumeration. Under contention reads can reach the policy late, out of order between
+///   threads, or not at all (as Caffeine drops reads): when a buffer is full and another
+///   thread is replaying, when two threads of one stripe record at the same instant, or when
+///   the entry changed before the replay.
 ///
-/// A reader that finds writers holding the lock for long joins them on the writers' lock
-/// rather than spin. `Cache` is `Sendable` exactly when `Key` and `Value` are.
+/// The move costs a buffer of 640 bytes per stripe (twice the processors, 4 to 64 stripes) and
+/// 4 bytes per slot for entries' versions. A reader that finds writers holding the lock for
+/// long joins them on the writers' lock rather than spin. `Cache` is `Sendable` exactly when
+/// `Key` and `Value` are.
 ///
 /// ## Performance
 /// Entries live in contiguous slot arrays with a 4-byte-per-bucket hash index, so a million
@@ -77,8 +82,9 @@ public final class Cache<Key: Hashable, Value> {
     // every read loads and nothing changes, then, 128 bytes further on, what writers and
     // replays change, so that they do not take the line every reader needs.
 
-    /// Readers hold it shared, one stripe each; writers exclusively, after `writers`.
-    @usableFromInline let readers = _StripedLock(stripes: _StripedLock.stripesForThisMachine)
+    /// Readers hold it shared, one stripe each; writers exclusively, after `writers`. Its
+    /// stripes are made when reads become shared (`_noteContention`).
+    @usableFromInline let readers = _StripedLock(stripes: _StripedLock.stripesForThisMachine, allocated: false)
     @usableFromInline let state: UnsafeMutablePointer<_CacheState<Key, Value>>
     /// Reads take the exclusive path (a time to idle is set: every read moves a deadline).
     @usableFromInline let _exclusiveReads: Bool
@@ -88,6 +94,9 @@ public final class Cache<Key: Hashable, Value> {
     /// threads contending (see `_contentions`). Until then every operation takes `writers`
     /// alone, as a lock with one user costs least that way.
     @usableFromInline let _readsShared = Atomic<Bool>(false)
+    /// Whether readers count their hits and misses (the engine's flag, copied for readers).
+    /// Changed only by `isRecordingStatistics`, so it sits with what readers load.
+    @usableFromInline let _recordsStatistics = Atomic<Bool>(true)
     /// Where the index's buckets are (their address and `mask`), copied out of the state after
     /// each critical section that moved them, so that a read or write can prefetch its key's
     /// bucket before it takes the lock (see `_prefetchIndex`). Relaxed atomics, read outside
@@ -114,12 +123,12 @@ public final class Cache<Key: Hashable, Value> {
     @usableFromInline let writers = _Lock()
     /// Held by a reader replaying the buffered reads (readers go on); see `_replayFullBuffer`.
     @usableFromInline let _policyLock = Atomic<Bool>(false)
-    /// Whether readers count their hits and misses (the engine's flag, copied for readers).
-    @usableFromInline let _recordsStatistics = Atomic<Bool>(true)
     /// What warming the replayed slots read, kept so that the loads are not optimized away.
     @usableFromInline let _warmed = Atomic<Int>(0)
-    /// How many times a thread found `writers` held; guarded by `writers`.
+    /// How many times a thread found `writers` held since `_contentionWindow` began; both
+    /// guarded by `writers`.
     @usableFromInline var _contentions = 0
+    @usableFromInline var _contentionWindow: ContinuousClock.Instant?
 
     /// Creates a cache.
     ///
@@ -324,23 +333,40 @@ extension Cache: _StateHost {
     }
 
     /// Counts a contended acquisition of `writers` (held), and after `contentionsBeforeSharing`
-    /// of them lets reads take the shared lock from now on. The switch is the last thing the
-    /// holder does before releasing `writers`: a reader that sees it (acquiring) sees the state
-    /// complete, and every later writer, holding `writers`, holds readers off first.
+    /// of them within `contentionWindow` lets reads take the shared lock from now on (never for
+    /// a cache whose reads must stay exclusive). The switch is the last thing the holder does
+    /// before releasing `writers`: a reader that sees it (acquiring) sees the stripes and the
+    /// state complete, and every later writer, holding `writers`, holds readers off first.
     @inlinable
     @inline(never)
     func _noteContention() {
-        _contentions += 1
+        guard !_exclusiveReads else { return }
+        let now = ContinuousClock.now
+        if let start = _contentionWindow, now - start <= Self.contentionWindow {
+            _contentions += 1
+        } else {
+            _contentionWindow = now
+            _contentions = 1
+        }
         guard _contentions >= Self.contentionsBeforeSharing else { return }
+        _startSharingReads()
+    }
+
+    /// Makes the stripes and the entries' versions, then lets reads take the shared lock.
+    /// Holding `writers`.
+    @usableFromInline
+    func _startSharingReads() {
+        readers.allocate()
         // Versions identify an entry across the lock's release: buffered reads carry them.
         state.pointee.core.trackGenerations()
         _readsShared.store(true, ordering: .releasing)
     }
 
-    /// How many contended acquisitions make a cache share its reads: enough that a rare second
-    /// thread leaves a cache used by one thread on the cheaper path, few enough that threads
-    /// contending for it get parallel reads within microseconds.
+    /// How many contended turns, and within how long, make a cache share its reads: a second
+    /// thread that touches a cache now and then leaves it on the cheaper path; threads that
+    /// keep contending get parallel reads within microseconds.
     @usableFromInline static var contentionsBeforeSharing: Int { 64 }
+    @usableFromInline static var contentionWindow: Duration { .milliseconds(10) }
 
     /// Whether reads take the shared lock (for the package's tests).
     package var _readsAreShared: Bool { _readsShared.load(ordering: .acquiring) }
@@ -349,10 +375,7 @@ extension Cache: _StateHost {
     /// exercise the shared path without first contending).
     package func _shareReads() {
         writers.lock()
-        if !_readsShared.load(ordering: .relaxed) {
-            state.pointee.core.trackGenerations()
-            _readsShared.store(true, ordering: .releasing)
-        }
+        if !_readsShared.load(ordering: .relaxed) { _startSharingReads() }
         writers.unlock()
     }
 

@@ -114,9 +114,15 @@ final class _StripedLock: @unchecked Sendable {
     var bufferedReadCapacity: Int { stripeCount * Self.readBufferCapacity }
     @usableFromInline let stripeCount: Int
     @usableFromInline let stripeMask: Int
-    /// Stripe `i`'s word at `stripeBytes * i`, its read count right after.
-    @usableFromInline let words: UnsafeMutableRawPointer
-    @usableFromInline let buffers: UnsafeMutablePointer<Atomic<UInt64>>
+    /// Stripe `i`'s word at `stripeBytes * i`, its read count right after; `nil` until
+    /// ``allocate()`` for a lock made with `allocated: false`. Written once, before any thread
+    /// uses the lock: its owner publishes it with a release of its own (`Cache._readsShared`).
+    @exclusivity(unchecked) @usableFromInline var _words: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) @usableFromInline var _buffers: UnsafeMutablePointer<Atomic<UInt64>>?
+    @inlinable var words: UnsafeMutableRawPointer { _words.unsafelyUnwrapped }
+    @inlinable var buffers: UnsafeMutablePointer<Atomic<UInt64>> { _buffers.unsafelyUnwrapped }
+    /// Whether the stripes exist (see ``allocate()``).
+    var isAllocated: Bool { _words != nil }
     @usableFromInline let writer = Atomic<Bool>(false)
     /// Hits and misses moved out of the stripes' words.
     let harvestedHits = Atomic<Int>(0)
@@ -131,21 +137,33 @@ final class _StripedLock: @unchecked Sendable {
         return count
     }()
 
-    init(stripes count: Int = 16) {
+    /// A lock of `count` stripes (a power of two); with `allocated: false` its stripes (640
+    /// bytes each) are made only by ``allocate()``, which must happen before any thread uses it.
+    init(stripes count: Int = 16, allocated: Bool = true) {
         precondition(count > 0 && count & (count - 1) == 0, "stripe count must be a power of two")
         stripeCount = count
         stripeMask = count - 1
-        words = .allocate(byteCount: count * Self.stripeBytes, alignment: Self.stripeBytes)
+        if allocated { allocate() }
+    }
+
+    /// Makes the stripes, if they are not made yet. Before any thread takes the lock.
+    func allocate() {
+        guard _words == nil else { return }
+        let count = stripeCount
+        let words = UnsafeMutableRawPointer.allocate(byteCount: count * Self.stripeBytes, alignment: Self.stripeBytes)
         for i in 0..<count {
             let base = words + i * Self.stripeBytes
             base.bindMemory(to: Atomic<UInt64>.self, capacity: 1).initialize(to: Atomic(0))
             (base + 8).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
         }
-        buffers = .allocate(capacity: count * Self.readBufferCapacity)
+        let buffers = UnsafeMutablePointer<Atomic<UInt64>>.allocate(capacity: count * Self.readBufferCapacity)
         for index in 0..<count * Self.readBufferCapacity { (buffers + index).initialize(to: Atomic(0)) }
+        _words = words
+        _buffers = buffers
     }
 
     deinit {
+        guard let words = _words, let buffers = _buffers else { return }
         for i in 0..<stripeCount {
             let stripe = self.stripe(i)
             stripe.state.deinitialize(count: 1)
@@ -426,6 +444,7 @@ final class _StripedLock: @unchecked Sendable {
     var requestCounts: (hits: Int, misses: Int) {
         var hits = harvestedHits.load(ordering: .relaxed)
         var misses = harvestedMisses.load(ordering: .relaxed)
+        guard isAllocated else { return (hits, misses) }
         for index in 0..<stripeCount {
             let counts = Self.counts(in: stripe(index).state.pointee.load(ordering: .relaxed))
             hits += counts.hits
@@ -436,7 +455,9 @@ final class _StripedLock: @unchecked Sendable {
 
     /// Sets the counts to zero, keeping each stripe's reader count.
     func resetRequestCounts() {
-        for index in 0..<stripeCount { _ = takeCounts(stripe(index)) }
+        if isAllocated {
+            for index in 0..<stripeCount { _ = takeCounts(stripe(index)) }
+        }
         harvestedHits.store(0, ordering: .relaxed)
         harvestedMisses.store(0, ordering: .relaxed)
     }

@@ -37,8 +37,10 @@ struct _CacheCore<Key: Hashable, Value>: ~Copyable {
     @usableFromInline let storesHashes: Bool
     /// Per-slot cost; `nil` until an entry with a non-zero cost arrives.
     @usableFromInline var costs: UnsafeMutablePointer<Int>?
-    /// Per-slot version, bumped on every insert, replace and removal; kept only while an eviction
-    /// veto is installed, to tell whether a proposed candidate changed while the veto was asked.
+    /// Per-slot version, bumped on every insert, replace and removal; kept once an eviction veto
+    /// is installed (to tell whether a proposed candidate changed while the veto was asked) or
+    /// reads are buffered (`SharedCache`, and a `Cache` whose reads are shared: to skip a
+    /// buffered read whose entry changed).
     @usableFromInline var generations: UnsafeMutablePointer<UInt32>?
     @usableFromInline var links: _SlotLinks
     @usableFromInline var index: _HashIndex

@@ -21,8 +21,25 @@ extension TieredCache {
     }
 
     /// ``value(forKey:)`` after a memory miss.
+    ///
+    /// With no load of `key` running, the store is read directly first: a miss stores nothing,
+    /// so it needs neither the single flight nor the task a load runs in (which cost a miss most
+    /// of its time). It is counted and reported as the single flight's failed load would be. A
+    /// hit, or a running load to join, goes through memory's single flight, which reads the
+    /// store again for a hit so that a write meanwhile is seen.
     @usableFromInline
     func _valueFromStore(forKey key: Key) async -> Value? {
+        if !memory._withState({ $0.loads[key] != nil }) {
+            let clock = ContinuousClock()
+            let start = clock.now
+            let since = beginLoad()
+            let found = await readStore(key, since: since, countingHit: false)
+            endLoad()
+            if found == nil {
+                memory._recordLoad(forKey: key, time: clock.now - start, error: _StoreMiss())
+                return nil
+            }
+        }
         do {
             return try await throughMemory(key) { key in
                 let since = self.beginLoad()
@@ -138,7 +155,8 @@ extension TieredCache {
 
     /// The value for `key` as the store level sees it: a pending write-behind first, then the
     /// store. `nil` for a miss, an expired entry, or one that could not be read (reported).
-    func readStore(_ key: Key, since: UInt64) async -> (Value, expiresAfter: Duration?)? {
+    /// `countingHit: false` leaves a hit uncounted (a caller that reads again to store it).
+    func readStore(_ key: Key, since: UInt64, countingHit: Bool = true) async -> (Value, expiresAfter: Duration?)? {
         let pending = state.withLock { $0.pending[key] }
         switch pending {
         case .write(let value, _, let expiresAt, _)?:
@@ -174,7 +192,7 @@ extension TieredCache {
             }
             return nil
         }
-        state.withLock { $0.counts.hitCount += 1 }
+        if countingHit { state.withLock { $0.counts.hitCount += 1 } }
         return (value, lifetime.duration)
     }
 
