@@ -74,13 +74,32 @@ struct TieredCacheCoherenceTests {
         let gate = Gate()
         await store.base.set(readGate: gate)
         let cache = TieredCache<Int, Int>(countLimit: 10, store: store, clock: wall)
-        let read = Task { await cache.value(forKey: 1) }
+        // Through a loader, a memory miss reads the store inside memory's single flight: the read
+        // whose value memory would keep.
+        let read = Task { try await cache.value(forKey: 1) { _ in 99 } }
         await eventually { await gate.arrivals == 1 }
         // The read has reached the store; another process now writes the key.
         store.deliver(.entries(["1"]))
         await gate.open()
-        #expect(await read.value == 1)  // what the store held when the read began
+        #expect(try await read.value == 1)  // what the store held when the read began
         #expect(cache.memory.peekValue(forKey: 1) == nil)
+    }
+
+    @Test func aReadWithoutLoaderThatSpansAnInvalidationKeepsOnlyWhatALaterReadFound() async throws {
+        let store = InvalidatingInMemoryStore(clock: wall)
+        await store.base.put(json(1), forKey: "1")
+        let gate = Gate()
+        await store.base.set(readGate: gate)
+        let cache = TieredCache<Int, Int>(countLimit: 10, store: store, clock: wall)
+        let read = Task { await cache.value(forKey: 1) }
+        await eventually { await gate.arrivals == 1 }
+        // The read has reached the store; another process writes the key and says so.
+        await store.base.put(json(2), forKey: "1")
+        store.deliver(.entries(["1"]))
+        await gate.open()
+        // A hit is read again inside memory's single flight, after the invalidation.
+        #expect(await read.value == 2)
+        #expect(cache.memory.peekValue(forKey: 1) == 2)
     }
 
     @Test func aSuspensionEmptiesMemoryAndBypassesItUntilResumed() async throws {
@@ -114,13 +133,13 @@ struct TieredCacheCoherenceTests {
         let gate = Gate()
         await store.base.set(readGate: gate)
         let cache = TieredCache<Int, Int>(countLimit: 10, store: store, clock: wall)
-        let read = Task { await cache.value(forKey: 1) }
+        let read = Task { try await cache.value(forKey: 1) { _ in 99 } }
         await eventually { await gate.arrivals == 1 }
         // Invalidations may have been lost while the read ran.
         store.deliver(.suspended)
         store.deliver(.resumed)
         await gate.open()
-        #expect(await read.value == 1)
+        #expect(try await read.value == 1)
         #expect(cache.memory.peekValue(forKey: 1) == nil)
     }
 

@@ -86,7 +86,26 @@ struct TieredCacheTests {
         #expect(await store.writes == 1)
     }
 
-    @Test func aLoadingReadThatJoinsAPlainReadStillLoads() async throws {
+    @Test func aMissInBothLevelsReadsTheStoreOnceAndCountsAsAFailedLoad() async throws {
+        let store = InMemoryStore(clock: wall)
+        let cache = TieredCache<Int, Int>(countLimit: 10, store: store, clock: wall)
+        #expect(await cache.value(forKey: 1) == nil)
+        #expect(await store.reads == 1)
+        let statistics = cache.statistics
+        #expect(statistics.memory.missCount == 1)
+        #expect(statistics.memory.loadFailureCount == 1)
+        #expect(statistics.memory.loadSuccessCount == 0)
+        #expect(statistics.storeMissCount == 1)
+        #expect(statistics.storeHitCount == 0)
+        // A hit in the store is counted once, though it is read again to be kept in memory.
+        try await cache.setValue(2, forKey: 2)
+        cache.memory.removeAll()
+        #expect(await cache.value(forKey: 2) == 2)
+        #expect(cache.statistics.storeHitCount == 1)
+        #expect(cache.memory.peekValue(forKey: 2) == 2)
+    }
+
+    @Test func aLoadingReadBesideAPlainReadStillLoads() async throws {
         let store = InMemoryStore(clock: wall)
         let gate = Gate()
         await store.set(readGate: gate)

@@ -15,6 +15,9 @@ import Synchronization
 /// is left of its lifetime), then runs the loader, whose value goes to both levels. One load per
 /// key at a time across all three: callers that miss while a key is being read from the store or
 /// loaded wait for that read (the memory cache's single flight, ``Cache/value(forKey:cost:expiresAfter:loader:)``).
+/// A read without a loader, when no load of its key runs, first reads the store alone: a miss
+/// there is answered at once, without the single flight; a hit is read again inside it, so that
+/// what memory keeps comes from a read the single flight guards.
 /// A store that fails or holds bytes the codec cannot read is a miss, reported to the problem
 /// handler and counted in ``TieredCacheStatistics/storeErrorCount``: a second level that fails
 /// never fails a read.
