@@ -12,7 +12,8 @@ extension Cache {
     ///   per 64 reads of a stripe, O(buffered reads) to tell the policy.
     @inlinable
     public func _value(forKey key: Key) -> Value? {
-        if _readsShared.load(ordering: .acquiring) && !_exclusiveReads, let answer = _sharedValue(forKey: key) {
+        // Never shared with a time to idle (`_noteContention`): one load decides.
+        if _readsShared.load(ordering: .acquiring), let answer = _sharedValue(forKey: key) {
             return answer
         }
         return _lockedValue(forKey: key, hash: _prefetchIndex(for: key), now: _timekeeper.now())
@@ -24,16 +25,20 @@ extension Cache {
     @inlinable
     @inline(__always)
     func _lockedValue(forKey key: Key, hash: Int?, now: Int64) -> Value? {
+        // The observer is copied out only when one is installed: copying the optional closure
+        // unconditionally cost every read a retain and a release, even of `nil`.
+        var observer: ((CacheActivity<Key>) -> Void)?
         let turn = _beginWriting()
         var removals = _Removals<Key, Value>()
         state.pointee.core.removeExpired(now: now, removals: &removals)
-        let observer = state.pointee.isObserved ? state.pointee.activityObserver : nil
+        if state.pointee.isObserved { observer = state.pointee.activityObserver }
         let value = state.pointee.core.value(forKey: key, hash: hash, now: now)
         state.pointee.core._debugCheckInvariants()
-        let handler = removals.isEmpty ? nil : state.pointee.removalHandler
+        var handler: ((CacheRemoval<Key, Value>) -> Void)?
+        if !removals.isEmpty { handler = state.pointee.removalHandler }
         _endWriting(turn)
-        Self._report(removals, to: handler)
-        observer?(value == nil ? .miss(key: key) : .hit(key: key))
+        if let handler { removals.forEach(handler) }
+        if let observer { observer(value == nil ? .miss(key: key) : .hit(key: key)) }
         return value
     }
 

@@ -129,6 +129,9 @@ public final class Cache<Key: Hashable, Value> {
     /// guarded by `writers`.
     @usableFromInline var _contentions = 0
     @usableFromInline var _contentionWindow: ContinuousClock.Instant?
+    /// The slot storage's epoch when the current writer's turn began (shared reads); guarded by
+    /// `writers`.
+    @usableFromInline var _turnEpoch: UInt32 = 0
 
     /// Creates a cache.
     ///
@@ -253,23 +256,17 @@ extension Cache: _StateHost {
         }
     }
 
-    /// What `_beginWriting` found, for `_endWriting`.
+    /// What `_beginWriting` found, for `_endWriting`: one byte, so that the common turn keeps
+    /// it in a register.
     @frozen
     @usableFromInline
-    struct _WritingTurn {
-        /// Readers were held off (reads are shared).
-        @usableFromInline let heldReadersOff: Bool
-        /// Another thread held `writers` when this one came.
-        @usableFromInline let contended: Bool
-        /// The slot storage's epoch when the turn began.
-        @usableFromInline let epoch: UInt32
-
-        @inlinable
-        init(heldReadersOff: Bool, contended: Bool, epoch: UInt32) {
-            self.heldReadersOff = heldReadersOff
-            self.contended = contended
-            self.epoch = epoch
-        }
+    enum _WritingTurn {
+        /// One thread's turn: reads are not shared and no thread held `writers`.
+        case plain
+        /// Another thread held `writers` when this one came (reads not shared).
+        case contended
+        /// Reads are shared: readers were held off.
+        case readersHeldOff
     }
 
     /// Takes `writers`; when reads are shared, also holds readers off and tells the policy of
@@ -280,31 +277,28 @@ extension Cache: _StateHost {
     func _beginWriting() -> _WritingTurn {
         let contended = writers.lockNotingContention()
         // Stable while `writers` is held: only a holder of it changes it.
-        guard contended || _readsShared.load(ordering: .relaxed) else {
-            return _WritingTurn(heldReadersOff: false, contended: false, epoch: 0)
-        }
+        guard contended || _readsShared.load(ordering: .relaxed) else { return .plain }
         return _beginSharedWriting(contended: contended)
     }
 
     @inlinable
     @inline(never)
     func _beginSharedWriting(contended: Bool) -> _WritingTurn {
-        let shared = _readsShared.load(ordering: .relaxed)
-        if shared {
-            readers.lockExclusiveAlone()
-            if _policyHearsReads && readers.hasBufferedReads { _replayBufferedReads() }
-        }
-        return _WritingTurn(heldReadersOff: shared, contended: contended, epoch: state.pointee.core.epoch)
+        guard _readsShared.load(ordering: .relaxed) else { return .contended }
+        readers.lockExclusiveAlone()
+        if _policyHearsReads && readers.hasBufferedReads { _replayBufferedReads() }
+        _turnEpoch = state.pointee.core.epoch
+        return .readersHeldOff
     }
 
     /// Ends what `_beginWriting` began: publishes the index, lets readers in, releases `writers`.
     @inlinable
     @inline(__always)
     func _endWriting(_ turn: _WritingTurn) {
-        if turn.heldReadersOff || turn.contended {
-            _endSharedWriting(turn)
-        } else {
+        if case .plain = turn {
             _publishBuckets()
+        } else {
+            _endSharedWriting(turn)
         }
         writers.unlock()
     }
@@ -313,13 +307,16 @@ extension Cache: _StateHost {
     @inline(never)
     func _endSharedWriting(_ turn: _WritingTurn) {
         _publishBuckets()
-        if turn.heldReadersOff {
+        switch turn {
+        case .readersHeldOff:
             // Fresh slot storage (`removeAll`) restarts the versions: a read left behind in a
             // buffer (see `_StripedLock.replayReads`) must not reach the new entries.
-            if state.pointee.core.epoch != turn.epoch { readers.discardReads() }
+            if state.pointee.core.epoch != _turnEpoch { readers.discardReads() }
             readers.unlockExclusive()
-        } else if turn.contended {
+        case .contended:
             _noteContention()
+        case .plain:
+            break
         }
     }
 
@@ -375,7 +372,7 @@ extension Cache: _StateHost {
     /// exercise the shared path without first contending).
     package func _shareReads() {
         writers.lock()
-        if !_readsShared.load(ordering: .relaxed) { _startSharingReads() }
+        if !_readsShared.load(ordering: .relaxed) && !_exclusiveReads { _startSharingReads() }
         writers.unlock()
     }
 
