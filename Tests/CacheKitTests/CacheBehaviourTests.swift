@@ -190,6 +190,36 @@ struct CacheBehaviourTests {
         #expect(cache.count == 13)
     }
 
+    @Test("values(forKeys:) reads what is held and not expired, in one section, telling no one")
+    func bulkRead() async {
+        let clock = ManualClock()
+        let cache = Cache<Int, Int>(countLimit: 10, policy: .lru, expiration: .afterWrite(.seconds(10)), clock: clock)
+        let serial = SerialCache<Int, Int>(
+            countLimit: 10,
+            policy: .lru,
+            expiration: .afterWrite(.seconds(10)),
+            clock: clock
+        )
+        for key in 0..<4 {
+            cache[key] = key * 10
+            serial[key] = key * 10
+        }
+        clock.advance(by: .seconds(5))
+        cache[4] = 40
+        serial[4] = 40
+        clock.advance(by: .seconds(6))  // 0...3 have expired, 4 has not
+        #expect(cache.values(forKeys: [0, 4, 9]) == [4: 40])
+        #expect(serial.values(forKeys: [0, 4, 9]) == [4: 40])
+        cache[5] = 50
+        serial[5] = 50
+        _ = cache.values(forKeys: [4])
+        _ = serial.values(forKeys: [4])
+        #expect(cache.keys == [4, 5], "a bulk read moves nothing")
+        #expect(serial.keys == [4, 5])
+        #expect(cache.statistics.requestCount == 0)
+        #expect(serial.statistics.requestCount == 0)
+    }
+
     @Test("removeValues and removeAll", arguments: allConfigurations)
     func bulkRemoval(kind: CacheKind, policy: EvictionPolicy) {
         let cache = kind.make(Int.self, Int.self, policy: policy)

@@ -53,6 +53,25 @@ extension _StateHost {
     @inlinable
     public func contains(_ key: Key) -> Bool { _contains(key) }
 
+    /// The values for those of `keys` the cache holds, read in one critical section (no write
+    /// lands between two of them, as ``SharedCache/values(forKeys:)``). Like ``peekValue(forKey:)``,
+    /// it records no use and counts no request.
+    ///
+    /// - Complexity: O(*k*) for *k* keys.
+    @inlinable
+    public func values<S: Sequence>(forKeys keys: S) -> [Key: Value] where S.Element == Key {
+        // Collected first: iterating the caller's sequence (a lazy one may run any code, this
+        // cache's methods included) must not happen under the lock.
+        let keys = Array(keys)
+        return _withSweptState { state in
+            var result: [Key: Value] = [:]
+            for key in keys {
+                if let value = state.core.peekValue(forKey: key) { result[key] = value }
+            }
+            return result
+        }
+    }
+
     /// The value for `key`; on a miss, the value `make()` returns, stored with `cost` and
     /// `expiresAfter`.
     ///
