@@ -137,13 +137,7 @@ extension Cache {
     ///
     /// - Complexity: O(stripes), under the exclusive lock.
     public var _statistics: CacheStatistics {
-        _withState { state in
-            var snapshot = state.core.stats.snapshot
-            let (hits, misses) = readers.requestCounts  // exact here: no read is in flight
-            snapshot.hitCount += hits
-            snapshot.missCount += misses
-            return snapshot
-        }
+        _withState { readers.statistics(adding: $0.core.stats) }
     }
 
     /// Whether statistics are counted: by the engine and by readers.
@@ -159,9 +153,6 @@ extension Cache {
 
     /// Sets the engine's counts and the readers' to zero.
     public func _resetStatistics() {
-        _withState { state in
-            state.core.stats.reset()
-            readers.resetRequestCounts()
-        }
+        _withState { readers.resetStatistics(&$0.core.stats) }
     }
 }

@@ -453,6 +453,22 @@ final class _StripedLock: @unchecked Sendable {
         return (hits, misses)
     }
 
+    /// `engine`'s statistics with the requests readers counted here added: exact when read
+    /// holding the lock exclusively.
+    func statistics(adding engine: _StatisticsCounters) -> CacheStatistics {
+        var snapshot = engine.snapshot
+        let (hits, misses) = requestCounts
+        snapshot.hitCount += hits
+        snapshot.missCount += misses
+        return snapshot
+    }
+
+    /// Sets `engine`'s counts and the readers' to zero. Holding the lock exclusively.
+    func resetStatistics(_ engine: inout _StatisticsCounters) {
+        engine.reset()
+        resetRequestCounts()
+    }
+
     /// Sets the counts to zero, keeping each stripe's reader count.
     func resetRequestCounts() {
         if isAllocated {

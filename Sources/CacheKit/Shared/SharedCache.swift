@@ -378,13 +378,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// - Complexity: as ``count``: it takes the exclusive lock, so it first applies queued writes
     ///   and replays buffered reads.
     public var statistics: CacheStatistics {
-        _exclusive { state, _ in
-            var snapshot = state.core.stats.snapshot
-            let (hits, misses) = _lock.requestCounts  // exact here: no read is in flight
-            snapshot.hitCount += hits
-            snapshot.missCount += misses
-            return snapshot
-        }
+        _exclusive { state, _ in _lock.statistics(adding: state.core.stats) }
     }
 
     /// Whether ``statistics`` are counted (`true` by default).
@@ -400,10 +394,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     ///
     /// - Complexity: as ``count``.
     public func resetStatistics() {
-        _exclusive { state, _ in
-            state.core.stats.reset()
-            _lock.resetRequestCounts()
-        }
+        _exclusive { state, _ in _lock.resetStatistics(&state.core.stats) }
     }
 
     /// Leaves queued writes queued until a read, `flush()` or bulk operation applies them: no
