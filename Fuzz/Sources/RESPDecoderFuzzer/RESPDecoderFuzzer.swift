@@ -53,5 +53,5 @@ func writeSeeds(to folder: String) {
 /// `CACHEKIT_FUZZ_SEEDS=FOLDER` in the environment it writes seeds there instead of fuzzing.
 @_cdecl("RESPDecoderFuzzer_main")
 func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    runFuzzer(argc, argv, writeSeeds: { writeSeeds(to: $0) }) { fuzz($0, $1) }
+    runFuzzer(argc, argv, writeSeeds: { writeSeeds(to: $0) }, { fuzz($0, $1) })
 }
