@@ -14,15 +14,30 @@ public struct SimulationResult: Sendable, Equatable {
     public var misses: Int
     /// Seconds spent replaying (reading the trace excluded).
     public var seconds: Double
+    /// For ``EvictionPolicy/adaptive``: each time it moved to another policy, in order (the
+    /// latest 1,024); empty for every other policy.
+    public var switches: [PolicySwitch]
+    /// For ``EvictionPolicy/adaptive``: each candidate's name and the hit ratio of its
+    /// miniature simulation on the sampled keys; empty for every other policy.
+    public var miniatures: [MiniatureResult] = []
 
     /// Creates a result record.
-    public init(policy: String, size: Int, requests: Int, hits: Int, misses: Int, seconds: Double) {
+    public init(
+        policy: String,
+        size: Int,
+        requests: Int,
+        hits: Int,
+        misses: Int,
+        seconds: Double,
+        switches: [PolicySwitch] = []
+    ) {
         self.policy = policy
         self.size = size
         self.requests = requests
         self.hits = hits
         self.misses = misses
         self.seconds = seconds
+        self.switches = switches
     }
 
     /// Hits over requests.
@@ -31,6 +46,37 @@ public struct SimulationResult: Sendable, Equatable {
     public var missRatio: Double { 1 - hitRatio }
     /// Replay speed.
     public var requestsPerSecond: Double { seconds > 0 ? Double(requests) / seconds : .infinity }
+}
+
+/// An adaptive policy's move from one policy to another during a replay.
+public struct PolicySwitch: Sendable, Equatable {
+    /// The request (counting from 1) whose new key the switch came before.
+    public var request: Int
+    /// The policy's name before the switch.
+    public var from: String
+    /// The policy's name after it.
+    public var to: String
+
+    /// Creates a switch record.
+    public init(request: Int, from: String, to: String) {
+        self.request = request
+        self.from = from
+        self.to = to
+    }
+}
+
+/// How one candidate of an adaptive policy did in its miniature simulation.
+public struct MiniatureResult: Sendable, Equatable {
+    /// The candidate's name.
+    public var policy: String
+    /// Its hit ratio on the sampled keys.
+    public var hitRatio: Double
+
+    /// Creates a record.
+    public init(policy: String, hitRatio: Double) {
+        self.policy = policy
+        self.hitRatio = hitRatio
+    }
 }
 
 /// Replays traces through CacheKit's own caches, and computes the optimal bound.
@@ -51,14 +97,19 @@ public enum Simulator {
         let start = clock.now
         let hits = cache._replay(keys.lazy.map { TraceKey(id: $0) }, insertingOnMiss: true)
         let elapsed = clock.now - start
-        return SimulationResult(
+        var result = SimulationResult(
             policy: policy.name,
             size: size,
             requests: keys.count,
             hits: hits,
             misses: keys.count - hits,
-            seconds: elapsed.seconds
+            seconds: elapsed.seconds,
+            switches: cache._policySwitches.map {
+                PolicySwitch(request: $0.request, from: $0.from.name, to: $0.to.name)
+            }
         )
+        result.miniatures = cache._miniatureHitRatios.map { MiniatureResult(policy: $0.policy.name, hitRatio: $0.hitRatio) }
+        return result
     }
 
     /// Replays `keys` `rounds` times, each through a fresh cache, and returns the fastest round.

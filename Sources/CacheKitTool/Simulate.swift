@@ -24,12 +24,14 @@ enum Simulate {
           --seed N              workload seed (default 42)
 
         what to run:
-          --policy LIST         lru,fifo,lfu,sieve,s3fifo,arc,wtinylfu, opt (the bound),
+          --policy LIST         lru,fifo,lfu,sieve,s3fifo,arc,wtinylfu,adaptive, opt (the bound),
                                 default (what Cache uses: wtinylfu), or all
                                 (default: all)
           --size N | --sizes LIST  cache sizes in entries, or percentages of the unique keys
                                 (--sizes 1%,10%); default 1%,5%,10%
           --json                print a JSON array (policy, size, requests, hits, misses, hitRatio, ...)
+          --switches            also print each switch of the adaptive policy (request, from, to);
+                                with --json, as each row's "switches"
           --plot FILE.svg       also write the miss-ratio curve of every policy as SVG
           --rounds N            replay each policy and size N times (at most 1000) and report the fastest
                                 round's speed (hits are the same every round); default 1
@@ -48,7 +50,7 @@ enum Simulate {
                 "format", "key-column", "workload", "keys", "requests", "skew", "seed", "policy", "size", "sizes",
                 "plot", "rounds",
             ],
-            booleanFlags: ["json", "help"]
+            booleanFlags: ["json", "switches", "help"]
         )
         if args.flag("help") {
             print(usage)
@@ -94,9 +96,10 @@ enum Simulate {
             }
         }
         if args.flag("json") {
-            try printJSON(results)
+            try printJSON(results, switches: args.flag("switches"))
         } else {
             printTable(results, trace: trace, unique: unique)
+            if args.flag("switches") { printSwitches(results) }
         }
     }
 
@@ -265,6 +268,27 @@ enum Simulate {
         }
     }
 
+    /// Each adaptive result's switches, one line each.
+    static func printSwitches(_ results: [SimulationResult]) {
+        for result in results where result.policy == EvictionPolicy.adaptive.name {
+            print("")
+            let miniatures = result.miniatures.map { "\($0.policy) \(String(format: "%.4f", $0.hitRatio))" }
+            print(
+                "\(result.policy) at \(result.size) entries: \(result.switches.count) switches; "
+                    + "miniatures' hit ratios: \(miniatures.joined(separator: ", "))"
+            )
+            for s in result.switches {
+                print("  request \(s.request): \(s.from) -> \(s.to)")
+            }
+        }
+    }
+
+    struct SwitchRow: Encodable {
+        var request: Int
+        var from: String
+        var to: String
+    }
+
     struct Row: Encodable {
         var policy: String
         var size: Int
@@ -274,9 +298,10 @@ enum Simulate {
         var hitRatio: Double
         var seconds: Double
         var requestsPerSecond: Double
+        var switches: [SwitchRow]?
     }
 
-    static func printJSON(_ results: [SimulationResult]) throws {
+    static func printJSON(_ results: [SimulationResult], switches: Bool = false) throws {
         let rows = results.map { r in
             Row(
                 policy: r.policy,
@@ -286,7 +311,9 @@ enum Simulate {
                 misses: r.misses,
                 hitRatio: r.hitRatio,
                 seconds: r.seconds,
-                requestsPerSecond: r.requestsPerSecond.isFinite ? r.requestsPerSecond : 0
+                requestsPerSecond: r.requestsPerSecond.isFinite ? r.requestsPerSecond : 0,
+                switches: switches && r.policy == EvictionPolicy.adaptive.name
+                    ? r.switches.map { SwitchRow(request: $0.request, from: $0.from, to: $0.to) } : nil
             )
         }
         let encoder = JSONEncoder()

@@ -48,6 +48,7 @@ public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
         case s3fifo
         case arc
         case wtinylfu
+        case adaptive
     }
 
     @usableFromInline let kind: Kind
@@ -70,6 +71,9 @@ public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
     /// W-TinyLFU: an LRU window, a frequency-sketch admission filter and a segmented-LRU main
     /// space, with a hill-climbing window size.
     public static let wTinyLFU = EvictionPolicy(.wtinylfu)
+    /// Adaptive: one of W-TinyLFU, S3-FIFO and ARC at a time, moving to whichever of them
+    /// miniature simulations on a sample of the keys show hitting most.
+    public static let adaptive = EvictionPolicy(.adaptive)
 
     /// The policy caches use unless told otherwise: ``wTinyLFU``.
     public static let `default` = wTinyLFU
@@ -78,7 +82,7 @@ public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
     public static var allCases: [EvictionPolicy] { Kind.allCases.map(EvictionPolicy.init) }
 
     /// The policy's short name, as the command line spells it: `lru`, `fifo`, `lfu`, `sieve`,
-    /// `s3fifo`, `arc`, `wtinylfu`.
+    /// `s3fifo`, `arc`, `wtinylfu`, `adaptive`.
     public var name: String { kind.rawValue }
 
     public var description: String { name }

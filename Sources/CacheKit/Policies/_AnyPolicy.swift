@@ -12,6 +12,7 @@ enum _AnyPolicy: _EvictionPolicy {
     case s3fifo(_PolicyBox<_S3FIFOPolicy>)
     case arc(_PolicyBox<_ARCPolicy>)
     case wtinylfu(_PolicyBox<_WTinyLFUPolicy>)
+    case adaptive(_PolicyBox<_AdaptivePolicy>)
 
     @inlinable
     init(_ policy: EvictionPolicy, slotCapacity: Int) {
@@ -23,6 +24,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .s3fifo: self = .s3fifo(_PolicyBox(_S3FIFOPolicy(slotCapacity: slotCapacity)))
         case .arc: self = .arc(_PolicyBox(_ARCPolicy(slotCapacity: slotCapacity)))
         case .wtinylfu: self = .wtinylfu(_PolicyBox(_WTinyLFUPolicy(slotCapacity: slotCapacity)))
+        case .adaptive: self = .adaptive(_PolicyBox(_AdaptivePolicy(slotCapacity: slotCapacity)))
         }
     }
 
@@ -36,6 +38,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .s3fifo: .s3fifo
         case .arc: .arc
         case .wtinylfu: .wTinyLFU
+        case .adaptive: .adaptive
         }
     }
 
@@ -56,6 +59,8 @@ enum _AnyPolicy: _EvictionPolicy {
             p.setCapacity(capacity)
         case .wtinylfu(let p):
             p.setCapacity(capacity)
+        case .adaptive(let p):
+            p.setCapacity(capacity)
         }
     }
 
@@ -65,7 +70,7 @@ enum _AnyPolicy: _EvictionPolicy {
     var readsKeyHashes: Bool {
         switch self {
         case .lru, .fifo, .lfu, .sieve: false
-        case .s3fifo, .arc, .wtinylfu: true
+        case .s3fifo, .arc, .wtinylfu, .adaptive: true
         }
     }
 
@@ -87,6 +92,8 @@ enum _AnyPolicy: _EvictionPolicy {
             p.willInsert(hash: hash)
         case .wtinylfu(let p):
             p.willInsert(hash: hash)
+        case .adaptive(let p):
+            p.willInsert(hash: hash)
         }
     }
 
@@ -106,6 +113,8 @@ enum _AnyPolicy: _EvictionPolicy {
         case .arc(let p):
             p.reserve(slotCapacity: slotCapacity, used: used)
         case .wtinylfu(let p):
+            p.reserve(slotCapacity: slotCapacity, used: used)
+        case .adaptive(let p):
             p.reserve(slotCapacity: slotCapacity, used: used)
         }
     }
@@ -128,6 +137,8 @@ enum _AnyPolicy: _EvictionPolicy {
             p.didInsert(slot, links: links)
         case .wtinylfu(let p):
             p.didInsert(slot, links: links)
+        case .adaptive(let p):
+            p.didInsert(slot, links: links)
         }
     }
 
@@ -146,6 +157,8 @@ enum _AnyPolicy: _EvictionPolicy {
         case .arc(let p):
             p.didAccess(slot, links: links)
         case .wtinylfu(let p):
+            p.didAccess(slot, links: links)
+        case .adaptive(let p):
             p.didAccess(slot, links: links)
         case .fifo: break
         }
@@ -166,6 +179,8 @@ enum _AnyPolicy: _EvictionPolicy {
         case .arc(let p):
             p.didUpdate(slot, links: links)
         case .wtinylfu(let p):
+            p.didUpdate(slot, links: links)
+        case .adaptive(let p):
             p.didUpdate(slot, links: links)
         case .fifo: break
         }
@@ -189,6 +204,8 @@ enum _AnyPolicy: _EvictionPolicy {
             p.didRemove(slot, evicted: evicted, links: links)
         case .wtinylfu(let p):
             p.didRemove(slot, evicted: evicted, links: links)
+        case .adaptive(let p):
+            p.didRemove(slot, evicted: evicted, links: links)
         }
     }
 
@@ -208,6 +225,8 @@ enum _AnyPolicy: _EvictionPolicy {
         case .arc(let p):
             p.removeAll()
         case .wtinylfu(let p):
+            p.removeAll()
+        case .adaptive(let p):
             p.removeAll()
         }
     }
@@ -230,6 +249,8 @@ enum _AnyPolicy: _EvictionPolicy {
             return p.nextVictim(links: links)
         case .wtinylfu(let p):
             return p.nextVictim(links: links)
+        case .adaptive(let p):
+            return p.nextVictim(links: links)
         }
     }
 
@@ -244,6 +265,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .s3fifo(let p): p.firstVictim(links: links)
         case .arc(let p): p.firstVictim(links: links)
         case .wtinylfu(let p): p.firstVictim(links: links)
+        case .adaptive(let p): p.firstVictim(links: links)
         }
     }
 
@@ -258,6 +280,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .lru(let p): p.firstVictim(links: links)
         case .fifo(let p): p.firstVictim(links: links)
         case .lfu(let p): p.firstVictim(links: links)
+        case .adaptive(let p): p.state.pointee.live.upcomingVictim(links: links)
         case .sieve, .s3fifo, .arc, .wtinylfu: -1
         }
     }
@@ -273,6 +296,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .s3fifo(let p): p.victim(after: slot, links: links)
         case .arc(let p): p.victim(after: slot, links: links)
         case .wtinylfu(let p): p.victim(after: slot, links: links)
+        case .adaptive(let p): p.victim(after: slot, links: links)
         }
     }
 
@@ -286,6 +310,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .s3fifo(let p): p._checkInvariants(count: count)
         case .arc(let p): p._checkInvariants(count: count)
         case .wtinylfu(let p): p._checkInvariants(count: count)
+        case .adaptive(let p): p._checkInvariants(count: count)
         }
     }
 
@@ -299,6 +324,7 @@ enum _AnyPolicy: _EvictionPolicy {
         case .s3fifo(let p): p.deallocate()
         case .arc(let p): p.deallocate()
         case .wtinylfu(let p): p.deallocate()
+        case .adaptive(let p): p.deallocate()
         }
     }
 }
