@@ -108,7 +108,9 @@ public enum Simulator {
                 PolicySwitch(request: $0.request, from: $0.from.name, to: $0.to.name)
             }
         )
-        result.miniatures = cache._miniatureHitRatios.map { MiniatureResult(policy: $0.policy.name, hitRatio: $0.hitRatio) }
+        result.miniatures = cache._miniatureHitRatios.map {
+            MiniatureResult(policy: $0.policy.name, hitRatio: $0.hitRatio)
+        }
         return result
     }
 

@@ -56,7 +56,9 @@ struct AdaptiveSelectionTests {
         replay(keys, SerialCache(countLimit: capacity, policy: policy))
     }
 
-    @Test("a phase that W-TinyLFU loses moves the cache off it, and a loop brings it back within 10 × capacity requests")
+    @Test(
+        "a phase that W-TinyLFU loses moves the cache off it, and a loop brings it back within 10 × capacity requests"
+    )
     func followsThePhases() {
         let phase = 60_000
         let keys = Self.shiftingHotSets(count: phase, seed: 11) + Self.loop(count: phase)
@@ -137,13 +139,17 @@ struct AdaptiveSelectionTests {
             var limit = countLimit
             var switched = false
             func dropEvicted(at step: Int) {
-                for key in evicted.withLock({ list in defer { list.removeAll() }; return list }) {
+                for key in evicted.withLock({ list in
+                    defer { list.removeAll() }
+                    return list
+                }) {
                     #expect(model.removeValue(forKey: key) != nil, "step \(step): \(key) evicted twice")
                 }
             }
             // A phase of fresh keys with a moving hot set, then a loop a little larger than the
             // cache: the live policy changes. Other operations come between the requests.
-            let ids = Self.shiftingHotSets(count: 15_000, seed: seed, capacity: countLimit)
+            let ids =
+                Self.shiftingHotSets(count: 15_000, seed: seed, capacity: countLimit)
                 + Self.loop(count: 15_000, capacity: countLimit)
             for (step, id) in ids.enumerated() {
                 let key = FixedKey(id: id)
