@@ -54,6 +54,28 @@ extension _SQLiteStoreState {
         }
     }
 
+    /// After an operation of an open store found its database damaged (`SQLITE_CORRUPT`,
+    /// `SQLITE_NOTADB`: a page the open did not read, such as the key index's): closes the
+    /// connection, moves the database aside with its log as `open` does, and continues in a new,
+    /// empty database under the same lock. `problems` gets a report. Returns `false`, changing
+    /// nothing, when `error` is not damage or the file is not a store's.
+    mutating func startAfresh(after error: CacheStoreError) throws(CacheStoreError) -> Bool {
+        guard _SQLiteConnection.isDamage(error), case .corrupted(_, let found) = error, let lock,
+            Self.isStoreOrGarbage(path)
+        else { return false }
+        connection?.close()
+        connection = nil
+        index.removeAll()
+        pendingAccess.removeAll()
+        try Self.moveAside(path)
+        var fresh = try Self.openDatabase((path, countLimit, byteLimit, policy, clock, lock))
+        fresh.problems = problems
+        let reason = "\(found); the database was moved to \(path).damaged and the store starts empty"
+        fresh.problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: reason)))
+        self = fresh
+        return true
+    }
+
     /// Whether the file at `path` may be moved aside as a store's damaged database: its header
     /// does not begin as a SQLite database's (garbage, or a store's file damaged there), or its
     /// application id (big-endian at offset 68) is the store's. A whole SQLite database of

@@ -32,10 +32,18 @@ import Synchronization
 ///   keeps a CRC-32C of its key, value, size and deadline, checked on every read: a row whose
 ///   bytes were damaged on disk is a miss, reported to the problem handler as
 ///   ``CacheKit/CacheStoreError/corrupted(path:reason:)`` and deleted.
-/// - **Refusing other files.** A file that is not a database, is damaged, or holds other tables
-///   throws ``CacheKit/CacheStoreError/corrupted(path:reason:)``; one of a newer schema throws
-///   ``CacheKit/CacheStoreError/newerFormat(path:found:supported:)``. Either way the store
-///   writes nothing to it and never deletes it: the file stays for its owner to inspect.
+/// - **Healing damage.** A store's file that SQLite finds damaged or not a database
+///   (`SQLITE_CORRUPT`, `SQLITE_NOTADB`), when opening or in any later operation (a damaged page
+///   that opening did not read, such as one of the key index), is moved aside with its log to
+///   `<path>.damaged` and `<path>.damaged-wal`, replacing any earlier pair, and the store goes on
+///   in a new, empty database: the problem handler hears
+///   ``CacheKit/CacheStoreError/corrupted(path:reason:)``, and the operation that found the
+///   damage runs again on the new database, so no call fails for it.
+/// - **Refusing other files.** A whole database that is not a store's (other tables, another
+///   application id) throws ``CacheKit/CacheStoreError/corrupted(path:reason:)``; one of a newer
+///   schema throws ``CacheKit/CacheStoreError/newerFormat(path:found:supported:)``. Either way
+///   the store writes nothing to it and never deletes it: the file stays for its owner to
+///   inspect.
 /// - **One owner.** The store holds an exclusive `flock` on `<path>.lock` from open to close; a
 ///   second store, in this process or another, gets ``CacheKit/CacheStoreError/locked(path:)``.
 ///   The lock file stays on disk after close. Deleting it while a store is open lets a second
@@ -149,14 +157,25 @@ public final class SQLiteStore: CacheStore {
     }
 
     /// Runs `body` under the store's lock, then reports the problems it collected with the lock
-    /// released. It runs on the calling task's executor: the methods are `async` and not isolated
-    /// to an actor, so that is the global concurrent executor, never the caller's actor. (A hop
-    /// to a queue of the store's own costs more than an indexed query.)
+    /// released. When `body` finds the database damaged, the store moves it aside and starts
+    /// afresh (`startAfresh(after:)`), and `body` runs once more on the new database. It runs on
+    /// the calling task's executor: the methods are `async` and not isolated to an actor, so
+    /// that is the global concurrent executor, never the caller's actor. (A hop to a queue of
+    /// the store's own costs more than an indexed query.)
     private func perform<R: Sendable>(
         _ body: @Sendable (inout _SQLiteStoreState) throws(CacheStoreError) -> R
     ) throws(CacheStoreError) -> R {
         let (result, problems) = state.withLock { state in
-            let result = Result { () throws(CacheStoreError) in try body(&state) }
+            let result = Result { () throws(CacheStoreError) in
+                do throws(CacheStoreError) {
+                    return try body(&state)
+                } catch {
+                    // A damaged database never fails a call: it is moved aside, and the call
+                    // runs again on the new, empty one.
+                    guard try state.startAfresh(after: error) else { throw error }
+                    return try body(&state)
+                }
+            }
             return (result, state.takeProblems())
         }
         if let problemHandler, !problems.isEmpty {
