@@ -246,3 +246,44 @@ struct CacheBehaviourTests {
         cache._checkInvariants()
     }
 }
+
+/// The names `Cache`, `SerialCache` and `SharedCache` share for bulk writes and memory pressure.
+@Suite("One vocabulary")
+struct SharedVocabularyTests {
+    @Test("addEntries writes each pair as setValue would: in order, within the limits, each eviction reported")
+    func addEntries() {
+        let cache = Cache<Int, String>(countLimit: 3, policy: .lru)
+        let serial = SerialCache<Int, String>(countLimit: 3, policy: .lru)
+        let log = RemovalLog<Int, String>()
+        cache.removalHandler = { log.append($0) }
+        cache.addEntries(from: [(key: 1, value: "a"), (key: 2, value: "b"), (key: 3, value: "c"), (key: 4, value: "d")])
+        serial.addEntries(from: [
+            (key: 1, value: "a"), (key: 2, value: "b"), (key: 3, value: "c"), (key: 4, value: "d"),
+        ])
+        #expect(cache.keys == [2, 3, 4] && serial.keys == [2, 3, 4])
+        #expect(log.all.map(\.key) == [1] && log.all.first?.reason == .evictedForCount)
+        cache.addEntries(from: [2: "B"])
+        serial.addEntries(from: [2: "B"])
+        #expect(cache[2] == "B" && serial[2] == "B")
+        #expect(log.all.last?.reason == .replaced)
+        #expect(cache.count == 3 && serial.count == 3)
+    }
+
+    @Test("handleMemoryPressure(_:) applies the action given, whatever memoryPressureAction holds")
+    func handleMemoryPressureWithAction() {
+        let cache = Cache<Int, Int>(countLimit: 100, policy: .lru)
+        let shared = SharedCache<Int, Int>(countLimit: 100, policy: .lru)
+        for i in 0..<10 {
+            cache[i] = i
+            shared.setValue(i, forKey: i)
+        }
+        cache.memoryPressureAction = .removeAll
+        cache.handleMemoryPressure(.trim(toFraction: 0.5))
+        shared.handleMemoryPressure(.trim(toFraction: 0.5))
+        #expect(cache.count == 5 && shared.count == 5)
+        #expect(cache.keys == Array(5..<10))
+        cache.memoryPressureAction = .trim(toFraction: 0.5)
+        cache.handleMemoryPressure(.removeAll)
+        #expect(cache.count == 0)
+    }
+}

@@ -253,4 +253,31 @@ extension _StateHost {
     ///
     /// - Complexity: O(*n*) to remove every entry; O(*k*) to trim *k* entries.
     public func handleMemoryPressure() { _handleMemoryPressure() }
+
+    /// Frees memory as `action` says, whatever ``memoryPressureAction`` holds: empties the cache
+    /// or trims it, in eviction order, asking the eviction veto and reporting each eviction with
+    /// reason ``RemovalReason/memoryPressure``. `SharedCache` spells it the same.
+    ///
+    /// - Complexity: O(*n*) to remove every entry; O(*k*) to trim *k* entries.
+    public func handleMemoryPressure(_ action: MemoryPressureAction) { _handleMemoryPressure(action) }
+
+    // MARK: Bulk writes
+
+    /// Writes every pair, in order, as ``setValue(_:forKey:cost:expiresAfter:)`` with no cost
+    /// would (YMCache's `addEntriesFromDictionary:`; `SharedCache` spells it the same). Each pair
+    /// is a write of its own: limits hold and the removal handler hears of each pair's removals
+    /// before the next pair is written.
+    ///
+    /// - Complexity: O(*m*) amortized for *m* pairs, plus O(1) per entry evicted.
+    public func addEntries<S: Sequence>(from entries: S) where S.Element == (key: Key, value: Value) {
+        for (key, value) in entries { _ = _setValue(value, forKey: key, cost: 0, expiresAfter: nil) }
+    }
+
+    /// Writes every key-value pair of `dictionary`, in the dictionary's order, as
+    /// the sequence form does.
+    ///
+    /// - Complexity: O(*m*) amortized for *m* pairs, plus O(1) per entry evicted.
+    public func addEntries(from dictionary: [Key: Value]) {
+        for (key, value) in dictionary { _ = _setValue(value, forKey: key, cost: 0, expiresAfter: nil) }
+    }
 }
