@@ -52,7 +52,7 @@
 /// - `countLimit`: the most results kept; `0` (the default) means no limit.
 /// - `totalCostLimit`: the most total `cost` kept; `0` means no limit.
 /// - `policy`: which result leaves first when a limit is reached: any `EvictionPolicy`
-///   (`.lru`, `.fifo`, `.lfu`, `.sieve`, `.s3fifo`, `.arc`, `.wTinyLFU`, `.default`).
+///   (`.lru`, `.fifo`, `.lfu`, `.sieve`, `.s3fifo`, `.arc`, `.wTinyLFU`, `.adaptive`, `.default`).
 /// - `expiration`: the cache's `Expiration` (time to live, time to idle, refresh).
 /// - `expiresAfter`: each result's own time to live ("older than").
 /// - `clock`: the clock expiry is measured on, e.g. a shared `ManualClock` in tests.
