@@ -2,7 +2,10 @@ import Foundation
 
 /// Thrown through the memory cache's single flight when the store has no value and there is
 /// no loader: every caller waiting for that read learns it missed.
-struct _StoreMiss: Error {}
+struct _StoreMiss: Error {
+    /// One boxed instance for every miss: reporting a miss as a failed load allocates nothing.
+    static let boxed: any Error = _StoreMiss()
+}
 
 extension TieredCache {
     /// The value for `key` from memory or, on a memory miss, from the store (promoting it to
@@ -32,20 +35,26 @@ extension TieredCache {
         if !memory._withState({ $0.loads[key] != nil }) {
             let clock = ContinuousClock()
             let start = clock.now
-            let since = beginLoad()
-            let found = await readStore(key, since: since, countingHit: false)
+            var pending: _TierState<Key, Value>.Pending?
+            let since = beginLoad(key, pending: &pending)
+            var lifetime: Duration?
+            let found = await readStore(key, since: since, pending: pending, countingHit: false, lifetime: &lifetime)
             endLoad()
             if found == nil {
-                memory._recordLoad(forKey: key, time: clock.now - start, error: _StoreMiss())
+                memory._recordLoad(forKey: key, time: clock.now - start, error: _StoreMiss.boxed)
                 return nil
             }
         }
         do {
             return try await throughMemory(key) { key in
-                let since = self.beginLoad()
+                var pending: _TierState<Key, Value>.Pending?
+                let since = self.beginLoad(key, pending: &pending)
                 defer { self.endLoad() }
-                guard let found = await self.readStore(key, since: since) else { throw _StoreMiss() }
-                return found
+                var lifetime: Duration?
+                guard let found = await self.readStore(key, since: since, pending: pending, lifetime: &lifetime) else {
+                    throw _StoreMiss()
+                }
+                return (found, lifetime)
             }
         } catch {
             return nil
@@ -90,9 +99,13 @@ extension TieredCache {
         for _ in 0..<Self.joinedReadRounds {
             do {
                 return try await throughMemory(key) { key in
-                    let since = self.beginLoad()
+                    var pending: _TierState<Key, Value>.Pending?
+                    let since = self.beginLoad(key, pending: &pending)
                     defer { self.endLoad() }
-                    if let found = await self.readStore(key, since: since) { return found }
+                    var stored: Duration?
+                    if let found = await self.readStore(key, since: since, pending: pending, lifetime: &stored) {
+                        return (found, stored)
+                    }
                     let value = try await loader(key)
                     await self.storeLoaded(value, forKey: key, lifetime: lifetime, since: since)
                     return (value, lifetime)
@@ -137,11 +150,14 @@ extension TieredCache {
         return { _ in 0 }
     }
 
-    /// Marks a load as running and returns the generation it started at: writes after it are
-    /// remembered until no load runs.
-    func beginLoad() -> UInt64 {
+    /// Marks a load as running and returns the generation it started at (writes after it are
+    /// remembered until no load runs) and `key`'s pending write-behind, in one turn of the lock.
+    /// (No tuple is returned: in this unspecialized generic code a tuple of a generic type costs
+    /// a lookup of its type metadata on every call.)
+    func beginLoad(_ key: Key, pending: inout _TierState<Key, Value>.Pending?) -> UInt64 {
         state.withLock { state in
             state.loadsInFlight += 1
+            pending = state.pending[key]
             return state.generation
         }
     }
@@ -155,13 +171,22 @@ extension TieredCache {
 
     /// The value for `key` as the store level sees it: a pending write-behind first, then the
     /// store. `nil` for a miss, an expired entry, or one that could not be read (reported).
-    /// `countingHit: false` leaves a hit uncounted (a caller that reads again to store it).
-    func readStore(_ key: Key, since: UInt64, countingHit: Bool = true) async -> (Value, expiresAfter: Duration?)? {
-        let pending = state.withLock { $0.pending[key] }
+    /// `pending` is the key's write-behind, read with `since` (`beginLoad(_:)`). `countingHit:
+    /// false` leaves a hit uncounted (a caller that reads again to store it). A hit sets
+    /// `lifetime` to what is left of the entry's (`nil`: none); it is not returned in a tuple,
+    /// whose type metadata this unspecialized generic code would look up on every call.
+    func readStore(
+        _ key: Key,
+        since: UInt64,
+        pending: _TierState<Key, Value>.Pending?,
+        countingHit: Bool = true,
+        lifetime: inout Duration?
+    ) async -> Value? {
         switch pending {
         case .write(let value, _, let expiresAt, _)?:
-            guard let lifetime = remainingLifetime(until: expiresAt) else { return nil }
-            return (value, lifetime.duration)
+            guard let left = remainingLifetime(until: expiresAt) else { return nil }
+            lifetime = left.duration
+            return value
         case .removal?:
             return nil
         case nil:
@@ -175,7 +200,7 @@ extension TieredCache {
             report(CacheStoreProblem(key: storeKey, error: error))
             return nil
         }
-        guard let entry, let lifetime = remainingLifetime(until: entry.expiresAt) else {
+        guard let entry, let left = remainingLifetime(until: entry.expiresAt) else {
             state.withLock { $0.counts.missCount += 1 }
             return nil
         }
@@ -193,7 +218,8 @@ extension TieredCache {
             return nil
         }
         if countingHit { state.withLock { $0.counts.hitCount += 1 } }
-        return (value, lifetime.duration)
+        lifetime = left.duration
+        return value
     }
 
     /// What is left of a lifetime that ends at `deadline`: `.some(nil)` for none, `nil` if it
