@@ -2,9 +2,22 @@ import Foundation
 
 /// Thrown through the memory cache's single flight when the store has no value and there is
 /// no loader: every caller waiting for that read learns it missed.
+@usableFromInline
 struct _StoreMiss: Error {
     /// One boxed instance for every miss: reporting a miss as a failed load allocates nothing.
-    static let boxed: any Error = _StoreMiss()
+    @usableFromInline static let boxed: any Error = _StoreMiss()
+}
+
+/// What `TieredCache._readStoreDirectly(_:)` settled.
+@usableFromInline
+enum _DirectRead {
+    /// Neither level holds the key; the miss is counted and reported.
+    case missed
+    /// The store may hold the key, or a load of it runs: read it through memory's single flight.
+    case throughMemory
+    /// Something other than a plain miss or hit (a pending write-behind, a key the encoding
+    /// refuses, a store error, an expired entry): the general path reads again and handles it.
+    case unsettled
 }
 
 extension TieredCache {
@@ -17,22 +30,55 @@ extension TieredCache {
     /// - Complexity: O(1) on a memory hit; otherwise one store read.
     @inlinable
     public func value(forKey key: Key) async -> Value? {
-        // Inlinable so that a memory hit runs specialized in the caller's module, as a `Cache`
-        // read does; the store's path is not.
+        // Inlinable, with the store read of a miss, so that both run specialized in the
+        // caller's module, as a `Cache` read does; the rest of the store's path is not.
         if let value = memory.value(forKey: key) { return value }
-        return await _valueFromStore(forKey: key)
+        switch await _readStoreDirectly(key) {
+        case .missed: return nil
+        case .throughMemory: return await _valueFromStore(forKey: key, readingDirectly: false)
+        case .unsettled: return await _valueFromStore(forKey: key, readingDirectly: true)
+        }
     }
 
-    /// ``value(forKey:)`` after a memory miss.
+    /// After a memory miss with no load of `key` running, reads the store directly: a miss
+    /// stores nothing, so it needs neither the single flight nor the task a load runs in. A
+    /// plain miss is counted and reported as the single flight's failed load would be;
+    /// anything else is left to `_valueFromStore(forKey:readingDirectly:)`.
     ///
-    /// With no load of `key` running, the store is read directly first: a miss stores nothing,
-    /// so it needs neither the single flight nor the task a load runs in (which cost a miss most
-    /// of its time). It is counted and reported as the single flight's failed load would be. A
-    /// hit, or a running load to join, goes through memory's single flight, which reads the
-    /// store again for a hit so that a write meanwhile is seen.
+    /// Inlinable because generic code that is not specialized looks up the type metadata of
+    /// each generic type it touches on every call, which cost a miss most of its time.
+    @inlinable
+    func _readStoreDirectly(_ key: Key) async -> _DirectRead {
+        guard !memory._withState({ $0.loads[key] != nil }) else { return .throughMemory }
+        let start = ContinuousClock.now
+        // A write-behind not yet in the store answers before it.
+        guard state.withLock({ $0.pending[key] == nil }) else { return .unsettled }
+        guard let storeKey = try? keys.encode(key) else { return .unsettled }
+        let entry: StoredEntry?
+        do {
+            entry = try await store.entry(forKey: storeKey)
+        } catch {
+            return .unsettled
+        }
+        if let entry {
+            // Expired: the general path counts and reports it as the miss it is.
+            guard let deadline = entry.expiresAt, deadline <= clock.now() else { return .throughMemory }
+            return .unsettled
+        }
+        state.withLock { $0.counts.missCount += 1 }
+        memory._recordLoad(forKey: key, time: ContinuousClock.now - start, error: _StoreMiss.boxed)
+        return .missed
+    }
+
+    /// ``value(forKey:)`` after a memory miss that `_readStoreDirectly(_:)` did not settle.
+    ///
+    /// `readingDirectly`: the store is read directly first, as `_readStoreDirectly(_:)` does,
+    /// but with every case handled (and reported). A hit, or a running load to join, goes
+    /// through memory's single flight, which reads the store again for a hit so that a write
+    /// meanwhile is seen.
     @usableFromInline
-    func _valueFromStore(forKey key: Key) async -> Value? {
-        if !memory._withState({ $0.loads[key] != nil }) {
+    func _valueFromStore(forKey key: Key, readingDirectly: Bool) async -> Value? {
+        if readingDirectly && !memory._withState({ $0.loads[key] != nil }) {
             let clock = ContinuousClock()
             let start = clock.now
             var pending: _TierState<Key, Value>.Pending?

@@ -76,12 +76,12 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// The clock lifetimes are measured on.
     public let clock: WallClock
     let codec: StoreCodec<Value>
-    let keys: StoreKeyEncoding<Key>
+    @usableFromInline let keys: StoreKeyEncoding<Key>
     let cost: (@Sendable (Value) -> Int)?
     let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
     /// Serializes the writes and removals of each key across both levels.
     let keyLock = _KeyedLock<Key>()
-    let state = _Mutex(_TierState<Key, Value>())
+    @usableFromInline let state = _Mutex(_TierState<Key, Value>())
     let _triggers = _Triggers()
     /// Over an ``InvalidatingCacheStore``: how far memory can be trusted, and the handler's token.
     let coherence: _Coherence?
@@ -347,9 +347,10 @@ public struct TieredCacheStatistics: Hashable, Sendable {
 }
 
 /// The store's counters, kept under the tiered cache's state lock.
+@usableFromInline
 struct _TierCounts: Hashable, Sendable {
     var hitCount = 0
-    var missCount = 0
+    @usableFromInline var missCount = 0
     var writeCount = 0
     var errorCount = 0
     var invalidationCount = 0
@@ -357,9 +358,11 @@ struct _TierCounts: Hashable, Sendable {
 }
 
 /// What a ``TieredCache`` tracks beside its two levels.
+@usableFromInline
 struct _TierState<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     /// A write or removal not yet in the store; reads see it before the store.
-    enum Pending {
+    @usableFromInline
+    enum Pending: Sendable {
         case write(Value, Data, expiresAt: Date?, generation: UInt64)
         case removal(generation: UInt64)
 
@@ -370,7 +373,7 @@ struct _TierState<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         }
     }
 
-    var pending: [Key: Pending] = [:]
+    @usableFromInline var pending: [Key: Pending] = [:]
     /// Numbers writes and removals, so that a load can tell whether one reached its key.
     var generation: UInt64 = 0
     /// Loads running; while there are any, `lastWrite` remembers each written key's generation.
@@ -380,7 +383,7 @@ struct _TierState<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     var lastRemoveAll: UInt64 = 0
     /// The background store writes of write-behind, by generation.
     var backgroundWrites: [UInt64: Task<Void, Never>] = [:]
-    var counts = _TierCounts()
+    @usableFromInline var counts = _TierCounts()
 
     /// Numbers a write or removal of `key`.
     mutating func nextGeneration(for key: Key) -> UInt64 {
