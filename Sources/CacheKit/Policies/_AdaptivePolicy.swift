@@ -5,11 +5,16 @@
 /// simulations when its key is sampled; a sampled request costs one probe of each miniature,
 /// the others one multiply and a compare. When the simulations pick another candidate, the
 /// switch waits for the next new key to be stored (a writer's turn, never a read's; the key
-/// joins the new policy after the switch), then walks the live
-/// policy's eviction order and hands every entry to the new policy in that order, first victims
-/// first, so that no entry is lost and what the old policy would have evicted first is where the
-/// new one looks first. A switch costs O(*n*) for *n* entries and comes at most once per epoch
-/// of the simulations, at least four times the capacity in requests: O(1) amortized.
+/// joins the new policy after the switch), then walks the live policy's eviction order and
+/// hands every entry to the new policy in that order, first victims first, so that no entry is
+/// lost and what the old policy would have evicted first is where the new one looks first. A
+/// switch costs O(*n*) for *n* entries, and the simulations choose at most once per miniature
+/// capacity of sampled requests, the cache's capacity in requests: O(1) amortized.
+///
+/// The new policy starts without the old one's history (W-TinyLFU's sketch, S3-FIFO's and
+/// ARC's ghosts). Handing S3-FIFO the entries in its small queue, or its main queue, and seeding
+/// its ghosts with the keys the old policy evicted lately each measured worse over the trace
+/// cases of <doc:ChoosingAPolicy> than this plain hand-over.
 ///
 /// Without a count limit (a cost limit alone, or none) the miniatures are scaled to the entries
 /// the cache holds at its first eviction, and again whenever that number has doubled or halved.
