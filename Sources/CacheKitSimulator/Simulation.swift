@@ -256,14 +256,17 @@ extension Duration {
 
 /// A trace's key with a fixed hash: the SplitMix64 finalizer of its id, whatever the process's
 /// hash seed. Replays are then reproducible to the request. (Trace keys come from files the user
-/// chose, so the flooding protection that per-process seeds give is not needed here.)
-struct TraceKey: Hashable {
-    var id: Int
+/// chose, so the flooding protection that per-process seeds give is not needed here.) Tests use
+/// it too, where a cache's decisions must not depend on the process.
+package struct TraceKey: Hashable {
+    package var id: Int
 
-    func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    package init(id: Int) { self.id = id }
+
+    package func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     // The hash a `SerialCache` uses (`hashValue` is `_rawHashValue(seed: 0)`).
-    func _rawHashValue(seed: Int) -> Int {
+    package func _rawHashValue(seed: Int) -> Int {
         var z = UInt64(bitPattern: Int64(id)) &+ 0x9E37_79B9_7F4A_7C15
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB

@@ -5,6 +5,9 @@ import Foundation
 /// the simulator's SplitMix64.
 package typealias SeededGenerator = SplitMix64
 
+/// A key whose hash is fixed whatever the process's seed: the simulator's trace key.
+package typealias FixedHashKey = TraceKey
+
 extension SplitMix64 {
     /// A number in `0 ..< bound`.
     package mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }

@@ -1,3 +1,4 @@
+import CacheKitTestSupport
 import Synchronization
 import Testing
 
@@ -7,20 +8,9 @@ import Testing
 /// every entry across a switch, and decides the same way on the same requests.
 @Suite("Adaptive selection")
 struct AdaptiveSelectionTests {
-    /// A key whose hash is fixed (SplitMix64's finalizer), whatever the process's seed: the
-    /// sample and the decisions then depend on the requests alone.
-    struct FixedKey: Hashable {
-        var id: Int
-
-        func hash(into hasher: inout Hasher) { hasher.combine(id) }
-
-        func _rawHashValue(seed: Int) -> Int {
-            var z = UInt64(bitPattern: Int64(id)) &+ 0x9E37_79B9_7F4A_7C15
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int(bitPattern: UInt(z ^ (z >> 31)))
-        }
-    }
+    /// Keys with a fixed hash, whatever the process's seed: the sample and the decisions then
+    /// depend on the requests alone.
+    typealias FixedKey = FixedHashKey
 
     static let capacity = 500
 
