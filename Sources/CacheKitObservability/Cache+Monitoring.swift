@@ -13,21 +13,21 @@ extension Cache: MonitorableCache {
         reportingTo monitor: CacheMonitor,
         forwardingTo observer: (@Sendable (CacheActivity<Key>) -> Void)?
     ) -> @Sendable (CacheActivity<Key>) -> Void {
-        _SendableMonitorObserver(monitor: monitor, cache: self, observer: observer).report
+        SendableMonitorObserver(monitor: monitor, cache: self, observer: observer).report
     }
 }
 
 /// The observer `Cache` installs for a monitor, as a method of a `Sendable` class rather than a
 /// closure, so that it uses none of `Key`'s conformances in the closure's isolation: it works for
 /// keys whose conformances are isolated to an actor too.
-final class _SendableMonitorObserver<Key>: Sendable {
+final class SendableMonitorObserver<Key>: Sendable {
     private let monitor: CacheMonitor
-    private let cache: _WeakCacheReference
+    private let cache: WeakCacheReference
     private let observer: (@Sendable (CacheActivity<Key>) -> Void)?
 
-    init(monitor: CacheMonitor, cache: some _CacheSize, observer: (@Sendable (CacheActivity<Key>) -> Void)?) {
+    init(monitor: CacheMonitor, cache: some CacheSize, observer: (@Sendable (CacheActivity<Key>) -> Void)?) {
         self.monitor = monitor
-        self.cache = _WeakCacheReference(cache)
+        self.cache = WeakCacheReference(cache)
         self.observer = observer
     }
 

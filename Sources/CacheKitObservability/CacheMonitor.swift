@@ -81,7 +81,7 @@ public struct CacheMonitor: Sendable {
 
     /// Logs and counts `activity`, and updates the size meters from `cache` (if it is still
     /// there) when the activity may have changed its size.
-    func report<Key>(_ activity: CacheActivity<Key>, sizeOf cache: (any _CacheSize)?) {
+    func report<Key>(_ activity: CacheActivity<Key>, sizeOf cache: (any CacheSize)?) {
         logging?.log(activity)
         guard let metrics else { return }
         metrics.record(activity)

@@ -29,7 +29,7 @@ extension RedisStore {
 /// connection's events, and each new handler's first call with the current state. So a handler
 /// hears its first state before any event, and every state change after it, in order; and no
 /// handler is ever called with a lock held.
-final class _InvalidationListeners: Sendable {
+final class InvalidationListeners: Sendable {
     enum Delivery: Sendable {
         case greet(UInt64)
         case event(RedisPushEvent)

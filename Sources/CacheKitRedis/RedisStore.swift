@@ -77,7 +77,7 @@ public final class RedisStore: InvalidatingCacheStore {
     let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
     let pushConnection: RedisPushConnection?
     let isClosed = _Mutex(false)
-    let listeners: _InvalidationListeners
+    let listeners: InvalidationListeners
 
     /// Creates a store on the server `configuration` names. Connections open on first use; with
     /// invalidations, a connection for them opens at once and keeps reconnecting until ``close()``.
@@ -107,13 +107,13 @@ public final class RedisStore: InvalidatingCacheStore {
         self.invalidation = invalidation
         self.maximumValueBytes = min(
             maximumValueBytes,
-            configuration.replyLimits.maximumBulkLength - _RedisEntryFormat.headerBytes
+            configuration.replyLimits.maximumBulkLength - RedisEntryFormat.headerBytes
         )
         self.clock = clock
         self.problemHandler = problemHandler
         client = RedisClient(configuration: configuration)
         path = "redis://\(configuration.host):\(configuration.port)/\(configuration.database)"
-        let listeners = _InvalidationListeners(alwaysResumed: invalidation == .none)
+        let listeners = InvalidationListeners(alwaysResumed: invalidation == .none)
         self.listeners = listeners
         // The connection hands each event to the listeners' queue on its own thread.
         let enqueue: @Sendable (RedisPushEvent) -> Void = { listeners.enqueue($0) }
@@ -166,7 +166,7 @@ public final class RedisStore: InvalidatingCacheStore {
             throw storeError(error)
         }
         guard let bytes else { return nil }
-        switch _RedisEntryFormat.decode(bytes) {
+        switch RedisEntryFormat.decode(bytes) {
         case .failure(let failure):
             problemHandler?(
                 CacheStoreProblem(
@@ -201,7 +201,7 @@ public final class RedisStore: InvalidatingCacheStore {
         do {
             try await client.set(
                 keyPrefix + key,
-                to: _RedisEntryFormat.encode(value, expiresAt: expiresAt),
+                to: RedisEntryFormat.encode(value, expiresAt: expiresAt),
                 expiresAfter: lifetime
             )
         } catch {
@@ -251,7 +251,7 @@ public final class RedisStore: InvalidatingCacheStore {
         try await forEachBatchOfKeys { keys throws(CacheStoreError) in
             for length in try await lengths(of: keys) where length > 0 {
                 usage.count += 1
-                usage.bytes += max(0, length - _RedisEntryFormat.headerBytes)
+                usage.bytes += max(0, length - RedisEntryFormat.headerBytes)
             }
         }
         return usage

@@ -7,7 +7,7 @@ import CSQLite
 import CacheKit
 import Foundation
 
-extension _SQLiteStoreState {
+extension SQLiteStoreState {
     /// The columns of `cachekit_entries` and whether each is the primary key, in order.
     static let columns: [(name: String, primaryKey: Bool)] = [
         ("key", true), ("value", false), ("size", false), ("deadline", false), ("access", false),
@@ -32,15 +32,15 @@ extension _SQLiteStoreState {
         policy: EvictionPolicy,
         clock: WallClock,
         problems: inout [CacheStoreProblem]
-    ) throws(CacheStoreError) -> _SQLiteStoreState {
+    ) throws(CacheStoreError) -> SQLiteStoreState {
         try createDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
-        let lock = try _LockFile(path: path + ".lock", owner: path)
+        let lock = try LockFile(path: path + ".lock", owner: path)
         let arguments = (path, countLimit, byteLimit, policy, clock, lock)
         do throws(CacheStoreError) {
             do throws(CacheStoreError) {
                 return try openDatabase(arguments)
             } catch {
-                guard _SQLiteConnection.isDamage(error), case .corrupted(_, let found) = error, isStoreOrGarbage(path)
+                guard SQLiteConnection.isDamage(error), case .corrupted(_, let found) = error, isStoreOrGarbage(path)
                 else { throw error }
                 try moveAside(path)
                 let state = try openDatabase(arguments)
@@ -60,7 +60,7 @@ extension _SQLiteStoreState {
     /// empty database under the same lock. `problems` gets a report. Returns `false`, changing
     /// nothing, when `error` is not damage or the file is not a store's.
     mutating func startAfresh(after error: CacheStoreError) throws(CacheStoreError) -> Bool {
-        guard _SQLiteConnection.isDamage(error), case .corrupted(_, let found) = error, let lock,
+        guard SQLiteConnection.isDamage(error), case .corrupted(_, let found) = error, let lock,
             Self.isStoreOrGarbage(path)
         else { return false }
         connection?.close()
@@ -109,13 +109,13 @@ extension _SQLiteStoreState {
     /// Opens and checks the database under the lock `arguments` holds, and builds the index. On
     /// failure the connection is closed; the lock is the caller's.
     private static func openDatabase(
-        _ arguments: (String, Int, Int, EvictionPolicy, WallClock, _LockFile)
-    ) throws(CacheStoreError) -> _SQLiteStoreState {
+        _ arguments: (String, Int, Int, EvictionPolicy, WallClock, LockFile)
+    ) throws(CacheStoreError) -> SQLiteStoreState {
         let (path, countLimit, byteLimit, policy, clock, lock) = arguments
-        let connection = try _SQLiteConnection(path: path)
+        let connection = try SQLiteConnection(path: path)
         do {
             try prepareSchema(connection)
-            var state = _SQLiteStoreState(
+            var state = SQLiteStoreState(
                 path: path,
                 countLimit: countLimit,
                 byteLimit: byteLimit,
@@ -147,7 +147,7 @@ extension _SQLiteStoreState {
     /// Checks that the database is an empty one (then creates the schema) or a CacheKit store
     /// of a schema this code reads, then switches it to WAL. Nothing is written before the
     /// checks pass.
-    private static func prepareSchema(_ connection: _SQLiteConnection) throws(CacheStoreError) {
+    private static func prepareSchema(_ connection: SQLiteConnection) throws(CacheStoreError) {
         let path = connection.path
         try connection.execute("PRAGMA trusted_schema = OFF")
         let applicationID = try connection.integer("PRAGMA application_id")
@@ -170,7 +170,7 @@ extension _SQLiteStoreState {
         }
         // From here on the file says it is a store's: what does not match is damage to it.
         guard version == Self.schemaVersion || version == 1 else {
-            throw .corrupted(path: path, reason: "unknown schema version \(version)" + _SQLiteConnection.ownDamage)
+            throw .corrupted(path: path, reason: "unknown schema version \(version)" + SQLiteConnection.ownDamage)
         }
         // Schema 1 is schema 2 without the checksum column; both are checked before anything
         // is written, then schema 1 gains the column.
@@ -178,7 +178,7 @@ extension _SQLiteStoreState {
             try checkColumns(connection, ofReads: false, expected: version == 1 ? columns.dropLast() : columns[...])
             try checkColumns(connection, ofReads: true, expected: readsColumns[...])
         } catch .corrupted(let path, let reason) {
-            throw .corrupted(path: path, reason: reason + _SQLiteConnection.ownDamage)
+            throw .corrupted(path: path, reason: reason + SQLiteConnection.ownDamage)
         }
         if version == 1 { try addChecksums(connection) }
         try enableWAL(connection)
@@ -187,11 +187,11 @@ extension _SQLiteStoreState {
     /// Throws ``CacheKit/CacheStoreError/corrupted(path:reason:)`` unless the reads table (or the
     /// entries table) has the `expected` columns (names and primary key), in order.
     private static func checkColumns(
-        _ connection: _SQLiteConnection,
+        _ connection: SQLiteConnection,
         ofReads: Bool,
         expected: ArraySlice<(name: String, primaryKey: Bool)>
     ) throws(CacheStoreError) {
-        let query: _SQL = ofReads ? "PRAGMA table_info(cachekit_reads)" : "PRAGMA table_info(cachekit_entries)"
+        let query: SQL = ofReads ? "PRAGMA table_info(cachekit_reads)" : "PRAGMA table_info(cachekit_entries)"
         var found: [(name: String, primaryKey: Bool)] = []
         try connection.run(query) { row in found.append((row.text(1), row.integer(5) != 0)) }
         guard found.elementsEqual(expected, by: { $0.name == $1.name && $0.primaryKey == $1.primaryKey }) else {
@@ -207,7 +207,7 @@ extension _SQLiteStoreState {
     /// Brings a store of schema 1, whose rows carry no checksum (and whose tables were checked),
     /// to this schema: adds the column and fills it for every row, in one transaction (a crash
     /// leaves schema 1 as it was).
-    private static func addChecksums(_ connection: _SQLiteConnection) throws(CacheStoreError) {
+    private static func addChecksums(_ connection: SQLiteConnection) throws(CacheStoreError) {
         do {
             try connection.begin()
             try connection.execute("ALTER TABLE cachekit_entries ADD COLUMN checksum INTEGER")
@@ -216,7 +216,7 @@ extension _SQLiteStoreState {
                 let deadline = row.isNull(3) ? nil : Date(timeIntervalSinceReferenceDate: row.real(3))
                 let key = row.text(0)
                 let size = row.integer(2)
-                let checksum = _SQLiteStoreState.checksum(key: key, value: row.blob(1), size: size, deadline: deadline)
+                let checksum = SQLiteStoreState.checksum(key: key, value: row.blob(1), size: size, deadline: deadline)
                 rows.append((key, checksum))
             }
             for row in rows {
@@ -233,7 +233,7 @@ extension _SQLiteStoreState {
         }
     }
 
-    private static func enableWAL(_ connection: _SQLiteConnection) throws(CacheStoreError) {
+    private static func enableWAL(_ connection: SQLiteConnection) throws(CacheStoreError) {
         var mode = ""
         try connection.run("PRAGMA journal_mode = WAL") { row in mode = row.text(0) }
         guard mode.lowercased() == "wal" else {
@@ -246,7 +246,7 @@ extension _SQLiteStoreState {
         try connection.execute("PRAGMA synchronous = NORMAL")
     }
 
-    private static func createSchema(_ connection: _SQLiteConnection) throws(CacheStoreError) {
+    private static func createSchema(_ connection: SQLiteConnection) throws(CacheStoreError) {
         do {
             try connection.begin()
             try connection.execute(

@@ -6,7 +6,7 @@
 import CacheKit
 import Foundation
 
-extension _SQLiteStoreState {
+extension SQLiteStoreState {
     /// The entry for `key`, or `nil`; drops it when expired or damaged.
     mutating func entry(forKey key: String) throws(CacheStoreError) -> StoredEntry? {
         try SQLiteStore.validate(key: key)
@@ -14,7 +14,7 @@ extension _SQLiteStoreState {
         // The index holds every stored key: a miss costs no query, and a hit is the policy's use.
         guard index.value(forKey: key) != nil else { return nil }
         var found: (value: Data, size: Int64, deadline: Date?, checksum: Int64?)?
-        let query: _SQL = "SELECT value, size, deadline, checksum FROM cachekit_entries WHERE key = ?"
+        let query: SQL = "SELECT value, size, deadline, checksum FROM cachekit_entries WHERE key = ?"
         try connection.run(query, [.text(key)]) { row in
             let deadline = row.isNull(2) ? nil : Date(timeIntervalSinceReferenceDate: row.real(2))
             found = (row.blob(0), row.integer(1), deadline, row.isNull(3) ? nil : row.integer(3))

@@ -7,7 +7,7 @@ import CacheKit
 import Foundation
 
 /// The keys the index evicted during one call, collected by its removal handler.
-final class _EvictedKeys {
+final class EvictedKeys {
     var keys: [String] = []
 
     /// The keys collected since the last call, emptying the list.
@@ -18,7 +18,7 @@ final class _EvictedKeys {
 }
 
 /// The state of one open ``SQLiteStore``, mutated under its lock only.
-package struct _SQLiteStoreState {
+package struct SQLiteStoreState {
     /// The schema this code writes and reads, kept in `PRAGMA user_version`. Schema 1 (rows
     /// without a checksum) is brought to 2 when opened.
     package static let schemaVersion = 2
@@ -36,11 +36,11 @@ package struct _SQLiteStoreState {
     let policy: EvictionPolicy
     let clock: WallClock
     /// `nil` once closed.
-    var connection: _SQLiteConnection?
-    var lock: _LockFile?
+    var connection: SQLiteConnection?
+    var lock: LockFile?
     /// Every stored key with its value's size as cost: the store's eviction policy and limits.
     var index: SerialCache<String, Int>
-    let evicted = _EvictedKeys()
+    let evicted = EvictedKeys()
     /// Reads not yet written to `cachekit_reads`, by key.
     var pendingAccess: [String: Int64] = [:]
     /// Reads since the access records were last written.
@@ -59,8 +59,8 @@ package struct _SQLiteStoreState {
         byteLimit: Int,
         policy: EvictionPolicy,
         clock: WallClock,
-        connection: _SQLiteConnection,
-        lock: _LockFile
+        connection: SQLiteConnection,
+        lock: LockFile
     ) {
         self.path = path
         self.countLimit = countLimit
@@ -73,7 +73,7 @@ package struct _SQLiteStoreState {
     }
 
     /// The open connection, with an index that matches the database.
-    mutating func ready() throws(CacheStoreError) -> _SQLiteConnection {
+    mutating func ready() throws(CacheStoreError) -> SQLiteConnection {
         guard let connection else { throw .closed(path: path) }
         if indexIsStale { try rebuildIndex() }
         return connection
@@ -112,7 +112,7 @@ package struct _SQLiteStoreState {
         guard let connection, !pendingAccess.isEmpty else { return }
         var records = pendingAccess.makeIterator()
         var remaining = pendingAccess.count
-        var bindings: [_SQLiteValue] = []
+        var bindings: [SQLiteValue] = []
         bindings.reserveCapacity(2 * Self.accessRowsPerStatement.max()!)
         while remaining > 0 {
             let size = Self.accessRowsPerStatement.firstIndex { $0 <= remaining }!
@@ -198,7 +198,7 @@ package struct _SQLiteStoreState {
         try connection.execute("DELETE FROM cachekit_reads WHERE key NOT IN (SELECT key FROM cachekit_entries)")
         // An entry's last use is its write (`cachekit_entries.access`) or its last read written
         // since (`cachekit_reads`), whichever is later.
-        let query: _SQL = """
+        let query: SQL = """
             SELECT e.key, length(e.value), max(e.access, coalesce(r.access, 0)) AS used
             FROM cachekit_entries AS e LEFT JOIN cachekit_reads AS r ON r.key = e.key
             ORDER BY used, e.key
@@ -227,14 +227,14 @@ package struct _SQLiteStoreState {
     }
 
     /// The checksum a row keeps of its key, value, size and deadline: CRC-32C over the key's
-    /// bytes, the size and the deadline's bits, and the value's own checksum (`_CRC32C.lanes`).
+    /// bytes, the size and the deadline's bits, and the value's own checksum (`CRC32C.lanes`).
     /// SQLite checks its pages' structure, not the bytes of a value, so damage inside a value or
     /// a deadline would otherwise read back as a hit.
     static func checksum(key: String, value: Data, size: Int64, deadline: Date?) -> Int64 {
-        var check = _CRC32C()
+        var check = CRC32C()
         var key = key
         key.withUTF8 { check.update(UnsafeRawBufferPointer($0)) }
-        let valueCheck = value.withUnsafeBytes { UInt64(_CRC32C.lanes(of: $0)) }
+        let valueCheck = value.withUnsafeBytes { UInt64(CRC32C.lanes(of: $0)) }
         let deadlineBits = deadline.map { $0.timeIntervalSinceReferenceDate.bitPattern } ?? .max
         let fields = (UInt64(bitPattern: size).littleEndian, deadlineBits.littleEndian, valueCheck.littleEndian)
         withUnsafeBytes(of: fields) { check.update($0) }

@@ -95,7 +95,7 @@ public final class SQLiteStore: CacheStore {
     /// Which entry leaves first when a limit is reached.
     public let policy: EvictionPolicy
 
-    private let state: _Mutex<_SQLiteStoreState>
+    private let state: _Mutex<SQLiteStoreState>
     private let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
 
     /// Opens the store at `path`, creating the database (and its directory) when missing.
@@ -137,7 +137,7 @@ public final class SQLiteStore: CacheStore {
         let file = path.standardizedFileURL.path
         var problems: [CacheStoreProblem] = []
         state = _Mutex(
-            try _SQLiteStoreState.open(
+            try SQLiteStoreState.open(
                 path: file,
                 countLimit: countLimit,
                 byteLimit: byteLimit,
@@ -163,7 +163,7 @@ public final class SQLiteStore: CacheStore {
     /// that is the global concurrent executor, never the caller's actor. (A hop to a queue of
     /// the store's own costs more than an indexed query.)
     private func perform<R: Sendable>(
-        _ body: @Sendable (inout _SQLiteStoreState) throws(CacheStoreError) -> R
+        _ body: @Sendable (inout SQLiteStoreState) throws(CacheStoreError) -> R
     ) throws(CacheStoreError) -> R {
         let (result, problems) = state.withLock { state in
             let result = Result { () throws(CacheStoreError) in

@@ -166,7 +166,7 @@ public enum Simulator {
         let room = Swift.min(size, n)
         var cached: [Int: Int] = [:]
         cached.reserveCapacity(room)
-        var heap = _MaxHeap()
+        var heap = MaxHeap()
         var hits = 0
         for i in 0..<n {
             let key = keys[i]
@@ -184,7 +184,7 @@ public enum Simulator {
             cached[key] = nextUse[i]
             heap.push(nextUse: nextUse[i], key: key)
             if heap.count > 4 * room + 1024 {  // drop stale pairs so memory tracks the cache size
-                heap = _MaxHeap(cached.map { ($0.value, $0.key) })
+                heap = MaxHeap(cached.map { ($0.value, $0.key) })
             }
         }
         return SimulationResult(
@@ -199,7 +199,7 @@ public enum Simulator {
 }
 
 /// A binary max-heap of (next use, key) pairs, ordered by next use.
-struct _MaxHeap {
+struct MaxHeap {
     private var items: [(nextUse: Int, key: Int)] = []
 
     init() {}

@@ -64,11 +64,11 @@ public enum Workload: Sendable, Equatable {
         var keys: [Int] = []
         switch self {
         case .zipf(let count, let skew, let requests):
-            let zipf = _ZipfSampler(keys: count, skew: skew)
+            let zipf = ZipfSampler(keys: count, skew: skew)
             keys.reserveCapacity(requests)
             for _ in 0..<requests { keys.append(zipf.next(&rng)) }
         case .zipfWithScans(let count, let skew, let requests, let every, let length):
-            let zipf = _ZipfSampler(keys: count, skew: skew)
+            let zipf = ZipfSampler(keys: count, skew: skew)
             keys.reserveCapacity(requests)
             var fresh = count  // scan keys lie above the Zipf key space and never repeat
             var sinceScan = 0  // Zipf requests since the last scan
@@ -93,7 +93,7 @@ public enum Workload: Sendable, Equatable {
 }
 
 /// Draws Zipf-distributed ranks by binary search over the cumulative weights.
-struct _ZipfSampler {
+struct ZipfSampler {
     private let cumulative: [Double]
 
     init(keys: Int, skew: Double) {

@@ -84,8 +84,21 @@ package final class RedisServerProcess: @unchecked Sendable {
         }
         guard let running else { return }
         kill(running, signal)
+        // A server stopped by `freeze()` acts on the signal only once it runs again.
+        kill(running, SIGCONT)
         var status: Int32 = 0
         while waitpid(running, &status, 0) == -1 && errno == EINTR {}
+    }
+
+    /// Stops the server's process (SIGSTOP): its connections stay open and nothing answers until
+    /// ``thaw()``, however long the test takes to notice.
+    package func freeze() {
+        if let running = lock.withLock({ pid }) { kill(running, SIGSTOP) }
+    }
+
+    /// Lets a frozen server run again (SIGCONT).
+    package func thaw() {
+        if let running = lock.withLock({ pid }) { kill(running, SIGCONT) }
     }
 
     /// Kills the server (SIGKILL): its connections drop without a goodbye.

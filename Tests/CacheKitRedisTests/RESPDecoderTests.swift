@@ -11,7 +11,7 @@ struct RESPDecoderTests {
         chunks: [Int],
         limits: RedisReplyLimits = RedisReplyLimits()
     ) -> (values: [RESPValue], error: RedisError?, midValue: Bool) {
-        var decoder = _RESPDecoder(limits: limits)
+        var decoder = RESPDecoder(limits: limits)
         var buffer = ByteBuffer()
         var values: [RESPValue] = []
         var offset = 0
@@ -167,7 +167,7 @@ struct RESPDecoderTests {
     func bytewiseLineIsScannedOnce() {
         let text = "+" + String(repeating: "a", count: 60_000) + "\r\n" + ":7\r\n"
         let bytes = Array(text.utf8)
-        var decoder = _RESPDecoder()
+        var decoder = RESPDecoder()
         var buffer = ByteBuffer()
         var values: [RESPValue] = []
         for byte in bytes {

@@ -67,7 +67,7 @@ struct SQLiteStoreChecksumTests {
     )
     func changedRow(_ change: String) async throws {
         try await filledAndClosed()
-        let connection = try _SQLiteConnection(path: path)
+        let connection = try SQLiteConnection(path: path)
         try connection.execute(change)
         connection.close()
         try await expectK2DroppedAndReported(change)
@@ -76,7 +76,7 @@ struct SQLiteStoreChecksumTests {
     @Test("a store of schema 1, whose rows have no checksum, opens with every entry and gains checksums")
     func schemaOneGainsChecksums() async throws {
         try await filledAndClosed()
-        let connection = try _SQLiteConnection(path: path)
+        let connection = try SQLiteConnection(path: path)
         try connection.execute("ALTER TABLE cachekit_entries DROP COLUMN checksum")
         try connection.execute("PRAGMA user_version = 1")
         connection.close()
@@ -85,8 +85,8 @@ struct SQLiteStoreChecksumTests {
         for i in 0..<5 { #expect(try await store.entry(forKey: "k\(i)")?.value == value(i)) }
         #expect(problems.all.isEmpty, "\(problems.all)")
         try await store.close()
-        let reopened = try _SQLiteConnection(path: path)
-        #expect(try reopened.integer("PRAGMA user_version") == Int64(_SQLiteStoreState.schemaVersion))
+        let reopened = try SQLiteConnection(path: path)
+        #expect(try reopened.integer("PRAGMA user_version") == Int64(SQLiteStoreState.schemaVersion))
         #expect(try reopened.integer("SELECT count(*) FROM cachekit_entries WHERE checksum IS NULL") == 0)
         reopened.close()
     }
@@ -94,7 +94,7 @@ struct SQLiteStoreChecksumTests {
     @Test("a store of schema 1 whose reads table is not a store's is moved aside before anything is written")
     func schemaOneCheckedBeforeWriting() async throws {
         try await filledAndClosed()
-        let connection = try _SQLiteConnection(path: path)
+        let connection = try SQLiteConnection(path: path)
         try connection.execute("ALTER TABLE cachekit_entries DROP COLUMN checksum")
         try connection.execute("ALTER TABLE cachekit_reads RENAME COLUMN access TO used")
         try connection.execute("PRAGMA user_version = 1")
@@ -107,7 +107,7 @@ struct SQLiteStoreChecksumTests {
             return
         }
         #expect(reason.contains("reads table"))
-        let after = try _SQLiteConnection(path: path + ".damaged")
+        let after = try SQLiteConnection(path: path + ".damaged")
         #expect(try after.integer("PRAGMA user_version") == 1, "still schema 1")
         #expect(
             try after.integer("SELECT count(*) FROM pragma_table_info('cachekit_entries') WHERE name = 'checksum'") == 0

@@ -40,7 +40,7 @@ struct SQLiteStoreCrashTests {
             #expect(bySignal, "run \(run)")
 
             // What the database holds, read directly (this also recovers its write-ahead log).
-            let connection = try _SQLiteConnection(path: path)
+            let connection = try SQLiteConnection(path: path)
             var rows: [(key: String, value: Data, size: Int64)] = []
             try connection.run("SELECT key, value, size FROM cachekit_entries") { row in
                 rows.append((row.text(0), row.blob(1), row.integer(2)))

@@ -183,7 +183,7 @@ struct SQLiteStoreFileTests {
 
     @Test("a database of another application is refused as corrupted and left unchanged")
     func foreignDatabase() async throws {
-        let connection = try _SQLiteConnection(path: path)
+        let connection = try SQLiteConnection(path: path)
         try connection.execute(
             "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes VALUES (1, 'x')"
         )
@@ -199,7 +199,7 @@ struct SQLiteStoreFileTests {
 
     @Test("another application's database that SQLite finds damaged is refused and left as it is")
     func damagedForeignDatabase() async throws {
-        let connection = try _SQLiteConnection(path: path)
+        let connection = try SQLiteConnection(path: path)
         try connection.execute("PRAGMA application_id = 42")
         try connection.execute(
             "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes VALUES (1, 'x')"
@@ -218,7 +218,7 @@ struct SQLiteStoreFileTests {
     @Test("a store's database whose table has another layout is damage: moved aside, and the store starts empty")
     func damagedLayout() async throws {
         try await makeStore()
-        let connection = try _SQLiteConnection(path: path)
+        let connection = try SQLiteConnection(path: path)
         try connection.execute("ALTER TABLE cachekit_entries DROP COLUMN access")
         try connection.execute("PRAGMA journal_mode = DELETE")
         connection.close()
@@ -228,16 +228,16 @@ struct SQLiteStoreFileTests {
     @Test("a database of a newer schema is refused as newerFormat and left unchanged")
     func newerSchema() async throws {
         try await makeStore()
-        let connection = try _SQLiteConnection(path: path)
-        try connection.execute("PRAGMA user_version = \(_SQLiteStoreState.schemaVersion + 1)")
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute("PRAGMA user_version = \(SQLiteStoreState.schemaVersion + 1)")
         connection.close()
         let (error, unchanged) = try await refusal()
         #expect(
             error
                 == .newerFormat(
                     path: path,
-                    found: _SQLiteStoreState.schemaVersion + 1,
-                    supported: _SQLiteStoreState.schemaVersion
+                    found: SQLiteStoreState.schemaVersion + 1,
+                    supported: SQLiteStoreState.schemaVersion
                 )
         )
         #expect(unchanged)

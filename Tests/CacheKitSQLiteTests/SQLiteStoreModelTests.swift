@@ -89,7 +89,7 @@ struct SQLiteStoreModelTests {
             policy: policy
         )
         // A second connection reads what the database holds, not what the store's index says.
-        let observer = try _SQLiteConnection(path: directory.file().path)
+        let observer = try SQLiteConnection(path: directory.file().path)
         defer { observer.close() }
         var latest: [String: Data] = [:]
         for step in 0..<800 {

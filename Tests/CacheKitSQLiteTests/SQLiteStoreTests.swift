@@ -205,10 +205,10 @@ struct SQLiteStoreTests {
     func accessBatching() async throws {
         let store = try await open()
         try await store.setEntry(bytes(1), forKey: "k", expiresAt: nil)
-        let observer = try _SQLiteConnection(path: directory.file().path)
+        let observer = try SQLiteConnection(path: directory.file().path)
         let written = try observer.integer("SELECT access FROM cachekit_entries WHERE key = 'k'")
         let reads = "SELECT count(*) FROM cachekit_reads WHERE key = 'k'"
-        for _ in 1..<_SQLiteStoreState.accessFlushInterval { _ = try await store.entry(forKey: "k") }
+        for _ in 1..<SQLiteStoreState.accessFlushInterval { _ = try await store.entry(forKey: "k") }
         #expect(try observer.integer(reads) == 0)
         _ = try await store.entry(forKey: "k")
         #expect(try observer.integer(reads) == 1)
@@ -250,7 +250,7 @@ struct SQLiteStoreTests {
         let store = try await open(problems: problems)
         try await store.setEntry(bytes(8), forKey: "bad", expiresAt: nil)
         try await store.setEntry(bytes(8), forKey: "good", expiresAt: nil)
-        let writer = try _SQLiteConnection(path: directory.file().path)
+        let writer = try SQLiteConnection(path: directory.file().path)
         try writer.execute("UPDATE cachekit_entries SET value = x'0102' WHERE key = 'bad'")
         writer.close()
         #expect(try await store.entry(forKey: "bad") == nil)

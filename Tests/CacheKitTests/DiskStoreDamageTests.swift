@@ -172,7 +172,7 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         // The header alone, with a next id above every entry's, as `removeAll()` writes it.
         var header = [UInt8](try Data(contentsOf: directory.journal).prefix(12))
         header += withUnsafeBytes(of: UInt64(100).littleEndian) { Array($0) }
-        var crc = _CRC32C()
+        var crc = CRC32C()
         crc.update(header[8..<20])
         header += withUnsafeBytes(of: crc.value.littleEndian) { Array($0) }
         try Data(header).write(to: directory.journal)
@@ -236,7 +236,7 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         let v2 = [UInt8](try Data(contentsOf: url))
         var v1 = Array(v2[0..<20]) + Array(v2[28..<32])
         v1[8] = 1
-        var crc = _CRC32C()
+        var crc = CRC32C()
         crc.update(v1)
         crc.update(v2[36..<38])
         v1 += withUnsafeBytes(of: crc.value.littleEndian) { Array($0) }
@@ -354,7 +354,7 @@ struct DiskStoreDamageTests: DiskStoreSuite {
         bytes[8] = 2
         // A newer version keeps the header's layout and checksum; a version byte damaged without
         // it is damage instead (the test of every byte covers that).
-        var crc = _CRC32C()
+        var crc = CRC32C()
         crc.update(bytes[8..<20])
         bytes.replaceSubrange(20..<24, with: withUnsafeBytes(of: crc.value.littleEndian) { Data($0) })
         try bytes.write(to: directory.journal)
@@ -372,9 +372,9 @@ struct DiskStoreDamageTests: DiskStoreSuite {
 
     @Test(
         "a full disk fails writes with ioFailure; the store stays usable and consistent",
-        arguments: _DiskWriteTarget.allCases
+        arguments: DiskWriteTarget.allCases
     )
-    func fullDisk(target: _DiskWriteTarget) async throws {
+    func fullDisk(target: DiskWriteTarget) async throws {
         let store = try await open(byteLimit: 180)
         for i in 0..<5 { try await store.setEntry(testValue("k\(i)", i), forKey: "k\(i)", expiresAt: nil) }
         store.faults.failWrites(to: target, with: ENOSPC)

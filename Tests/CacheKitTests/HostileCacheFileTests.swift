@@ -34,7 +34,7 @@ struct HostileCacheFileTests {
     /// Writes `payload` as a cache file of `identifier`, with a valid checksum.
     func writeFile(_ payload: [UInt8], identifier: String, in directory: Directory) throws -> URL {
         let url = directory.file()
-        try Data(_CacheFile.wrap(Data(payload), identifier: identifier)).write(to: url)
+        try Data(CacheFile.wrap(Data(payload), identifier: identifier)).write(to: url)
         return url
     }
 
@@ -124,7 +124,7 @@ struct HostileCacheFileTests {
     func payloadAtTheLimit(serializerName: String) async throws {
         let serializer: CacheSerializer<String, Tree> = serializerName == "json" ? .json : .propertyList
         let directory = try Directory()
-        let limit = _PayloadCheck.maximumDepth
+        let limit = PayloadCheck.maximumDepth
         for (levels, loads) in [
             (Self.treeLevels(forDepth: limit), true), (Self.treeLevels(forDepth: limit) + 1, false),
         ] {
@@ -148,12 +148,12 @@ struct HostileCacheFileTests {
 
     @Test("the JSON depth count skips brackets inside strings and escapes")
     func jsonDepthSkipsStrings() throws {
-        let limit = _PayloadCheck.maximumDepth
+        let limit = PayloadCheck.maximumDepth
         let atLimit = String(repeating: "[", count: limit) + String(repeating: "]", count: limit)
-        #expect(throws: Never.self) { try _PayloadCheck.checkJSON(Data(atLimit.utf8)) }
-        #expect(throws: _PayloadRefused.self) { try _PayloadCheck.checkJSON(Data(("[" + atLimit + "]").utf8)) }
+        #expect(throws: Never.self) { try PayloadCheck.checkJSON(Data(atLimit.utf8)) }
+        #expect(throws: PayloadRefused.self) { try PayloadCheck.checkJSON(Data(("[" + atLimit + "]").utf8)) }
         let quoted = "[\"" + String(repeating: "[{\\\"", count: 1_000) + "\"]"
-        #expect(throws: Never.self) { try _PayloadCheck.checkJSON(Data(quoted.utf8)) }
+        #expect(throws: Never.self) { try PayloadCheck.checkJSON(Data(quoted.utf8)) }
     }
 
     /// A binary property list of `objects` (each a marker byte and its reference bytes, one
@@ -186,8 +186,8 @@ struct HostileCacheFileTests {
         ]
     )
     func unsoundBinaryPropertyList(_ name: String, payload: [UInt8], reason: String) throws {
-        let error = #expect(throws: _PayloadRefused.self) {
-            try _PayloadCheck.checkBinaryPropertyList(Data(payload))
+        let error = #expect(throws: PayloadRefused.self) {
+            try PayloadCheck.checkBinaryPropertyList(Data(payload))
         }
         #expect(error?.reason.contains(reason) == true, "\(name): \(String(describing: error))")
     }
@@ -198,13 +198,13 @@ struct HostileCacheFileTests {
         var shared: [[UInt8]] = []
         for i in 0..<40 { shared.append([0xA2, UInt8(i + 1), UInt8(i + 1)]) }
         shared.append([0xA0])
-        #expect(throws: Never.self) { try _PayloadCheck.checkBinaryPropertyList(Data(Self.binaryPropertyList(shared))) }
+        #expect(throws: Never.self) { try PayloadCheck.checkBinaryPropertyList(Data(Self.binaryPropertyList(shared))) }
         // 10,000 arrays, each holding the next (two-byte references).
         var deep: [[UInt8]] = []
         for i in 0..<9_999 { deep.append([0xA1, UInt8((i + 1) >> 8), UInt8((i + 1) & 0xFF)]) }
         deep.append([0xA0])
-        let error = #expect(throws: _PayloadRefused.self) {
-            try _PayloadCheck.checkBinaryPropertyList(Data(Self.binaryPropertyList(deep, referenceSize: 2)))
+        let error = #expect(throws: PayloadRefused.self) {
+            try PayloadCheck.checkBinaryPropertyList(Data(Self.binaryPropertyList(deep, referenceSize: 2)))
         }
         #expect(error?.reason.contains("nests deeper than") == true)
     }
@@ -265,7 +265,7 @@ struct HostileCacheFileTests {
                 reason: "200000000 bytes after the \(bytes.count - 27)-byte payload"
             )
         ) {
-            try _CacheFile.readPayload(path: url.path, identifier: "json", bytesRead: &bytesRead)
+            try CacheFile.readPayload(path: url.path, identifier: "json", bytesRead: &bytesRead)
         }
         #expect(bytesRead <= 23 + 255)
     }
@@ -279,12 +279,12 @@ struct HostileCacheFileTests {
         try CachePersistence(cache: cache, fileURL: url).save()
         var bytesRead = 0
         let payload = try #require(
-            try _CacheFile.readPayload(path: url.path, identifier: "json", bytesRead: &bytesRead)
+            try CacheFile.readPayload(path: url.path, identifier: "json", bytesRead: &bytesRead)
         )
         let size = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int)
         #expect(payload.count == size - 27)
         #expect(bytesRead >= size && bytesRead <= size + 23 + 255)
-        #expect(size > 2 * _CacheFile.chunkSize, "the payload spans several chunks")
+        #expect(size > 2 * CacheFile.chunkSize, "the payload spans several chunks")
     }
 
     @Test("a FIFO where the file should be is refused without waiting for a writer")

@@ -257,7 +257,7 @@ struct PersistenceTests {
         // A valid header and checksum around it: a hand-edited file, or another writer's.
         let directory = try Directory()
         let url = directory.file()
-        let bytes = _CacheFile.wrap(Data(payload.utf8), identifier: "json")
+        let bytes = CacheFile.wrap(Data(payload.utf8), identifier: "json")
         try Data(bytes).write(to: url)
         let cache = Cache<String, Int>(countLimit: 10, policy: .lru)
         let persistence = CachePersistence(cache: cache, fileURL: url)
@@ -312,7 +312,7 @@ struct PersistenceTests {
         // Left by a killed process that had this pid (pid 1 in every container), in this
         // version's naming and the one before; and one of this process, maybe in flight.
         let stale = [".cache.bin.\(pid)-0123abcd-1.tmp", ".cache.bin.\(pid)-1.tmp"]
-        let ours = ".cache.bin.\(pid)-\(_CacheFile.processToken)-999.tmp"
+        let ours = ".cache.bin.\(pid)-\(CacheFile.processToken)-999.tmp"
         for name in stale + [ours] { try Data("x".utf8).write(to: directory.file(name)) }
         let first = CachePersistence(cache: makeFilledCache(), fileURL: url)
         #expect(try first.load() == 0)
@@ -467,17 +467,17 @@ struct PersistenceTests {
     func saveLocksItsTemporaryFile() throws {
         let directory = try Directory()
         let path = directory.file().path
-        let temporary = try _CacheFile.writeTemporary([1, 2, 3], beside: path, permissions: 0o600)
+        let temporary = try CacheFile.writeTemporary([1, 2, 3], beside: path, permissions: 0o600)
         let other = open(temporary.path, O_RDONLY)
         #expect(other >= 0)
         #expect(flock(other, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
-        _CacheFile.removeStaleTemporaries(beside: path)  // this process's own: never removed
+        CacheFile.removeStaleTemporaries(beside: path)  // this process's own: never removed
         #expect(FileManager.default.fileExists(atPath: temporary.path))
         // A child process that another thread is starting holds a copy of the descriptor until
         // it executes its program; the lock is released all the same.
         let childsCopy = dup(temporary.descriptor)
         #expect(childsCopy >= 0)
-        try _CacheFile.replace(path, with: temporary)
+        try CacheFile.replace(path, with: temporary)
         #expect(flock(other, LOCK_EX | LOCK_NB) == 0, "the rename released the lock")
         Glibc.close(childsCopy)
         Glibc.close(other)
@@ -492,11 +492,11 @@ struct PersistenceTests {
         let persistence = CachePersistence(cache: cache, fileURL: url)
         // Without the file's flush a power loss can leave the new name on an empty or partial
         // file; without the directory's, the old file after a save that returned.
-        let first = try _CacheFile.DurabilitySteps.watching(beside: url.path) { try persistence.save() }
+        let first = try CacheFile.DurabilitySteps.watching(beside: url.path) { try persistence.save() }
         #expect(first == [.fileSync, .rename, .directorySync])
         // Replacing an existing file takes the same steps.
         cache["e"] = 5
-        let second = try _CacheFile.DurabilitySteps.watching(beside: url.path) { try persistence.save() }
+        let second = try CacheFile.DurabilitySteps.watching(beside: url.path) { try persistence.save() }
         #expect(second == [.fileSync, .rename, .directorySync])
         #expect(try CachePersistence(cache: Cache<String, Int>(), fileURL: url).load() == 4)
     }
@@ -749,7 +749,7 @@ struct PersistenceTests {
         try foreign.write(to: url)
         var bytesRead = 0
         #expect(throws: CachePersistenceError.foreignFile(path: url.path)) {
-            try _CacheFile.readPayload(path: url.path, identifier: "json", bytesRead: &bytesRead)
+            try CacheFile.readPayload(path: url.path, identifier: "json", bytesRead: &bytesRead)
         }
         #expect(bytesRead <= 23 + 255)
         #expect(throws: CachePersistenceError.foreignFile(path: url.path)) {
@@ -771,15 +771,15 @@ struct PersistenceTests {
 
         // The shortened prefix is stable and tells names apart that share their first 200 bytes.
         let long = String(repeating: "é", count: 120)  // 240 bytes of UTF-8
-        let prefix = _CacheFile.temporaryPrefix(for: long + "1")
-        #expect(prefix == _CacheFile.temporaryPrefix(for: long + "1"))
-        #expect(prefix != _CacheFile.temporaryPrefix(for: long + "2"))
+        let prefix = CacheFile.temporaryPrefix(for: long + "1")
+        #expect(prefix == CacheFile.temporaryPrefix(for: long + "1"))
+        #expect(prefix != CacheFile.temporaryPrefix(for: long + "2"))
         #expect(prefix.utf8.count <= 255 - 52)
-        #expect(_CacheFile.temporaryPrefix(for: "cache.bin") == ".cache.bin.")
+        #expect(CacheFile.temporaryPrefix(for: "cache.bin") == ".cache.bin.")
 
         // A dead process's temporary file beside the long name is still found and removed.
         let stale = directory.url.appendingPathComponent(
-            "\(_CacheFile.temporaryPrefix(for: url.lastPathComponent))999999-7-1.tmp"
+            "\(CacheFile.temporaryPrefix(for: url.lastPathComponent))999999-7-1.tmp"
         )
         #expect(FileManager.default.createFile(atPath: stale.path, contents: Data("x".utf8)))
         try persistence.load()
@@ -928,7 +928,7 @@ struct PersistenceTests {
         // of a second.
         let start = ContinuousClock.now
         while process.isRunning, ContinuousClock.now - start < .seconds(3) {
-            _CacheFile.removeStaleTemporaries(beside: url.path)
+            CacheFile.removeStaleTemporaries(beside: url.path)
         }
         let failed = !process.isRunning
         if !failed { kill(process.processIdentifier, SIGKILL) }
@@ -1009,7 +1009,7 @@ struct PersistenceTests {
         #expect(chmod(helper.path, 0o755) == 0)
         let path = directory.file().path
         // This process's save in flight (written, flushed, locked, not yet renamed), mode 0o600.
-        let temporary = try _CacheFile.writeTemporary([1, 2, 3], beside: path, permissions: 0o600)
+        let temporary = try CacheFile.writeTemporary([1, 2, 3], beside: path, permissions: 0o600)
         // The other container: another PID namespace and uid, whose load() runs first. Killing
         // `unshare` kills the namespace's first process (`--kill-child`), and with it the rest.
         let process = Process()
@@ -1028,10 +1028,10 @@ struct PersistenceTests {
         #expect(ready.hasPrefix("ready"), "the other container's load() did not run")
         #expect(FileManager.default.fileExists(atPath: temporary.path), "the other container removed a save in flight")
         do throws(CachePersistenceError) {
-            try _CacheFile.replace(path, with: temporary)
+            try CacheFile.replace(path, with: temporary)
         } catch {
             Issue.record("the save in flight failed: \(error)")
-            _CacheFile.discard(temporary)
+            CacheFile.discard(temporary)
         }
     }
 

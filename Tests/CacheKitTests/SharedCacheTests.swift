@@ -952,7 +952,7 @@ struct SharedCacheTests {
         cache.publishChanges()
         #expect(await iterator.next()?.updated == [1: 1])
         let once = Locked(false)
-        let weak = _WeakBox(cache)
+        let weak = WeakBox(cache)
         cache.removalHandler = { removal in
             guard removal.reason == .replaced,
                 !once.mutate({ done in

@@ -2,7 +2,7 @@ import Testing
 
 @testable import CacheKit
 
-/// `_StampTable` against a reference: a dictionary and a list of the live stamps in the order
+/// `StampTable` against a reference: a dictionary and a list of the live stamps in the order
 /// they were made, the oldest dropped when over capacity.
 @Suite("Stamp table")
 struct StampTableTests {
@@ -10,7 +10,7 @@ struct StampTableTests {
     func agreesWithReference(seed: UInt64) {
         var rng = SeededGenerator(seed: seed)
         let capacity = 8
-        var table = _StampTable(capacity: capacity)
+        var table = StampTable(capacity: capacity)
         var stamps: [Int: Int64] = [:]
         var order: [(key: Int, time: Int64)] = []
         var watermark: Int64?

@@ -12,7 +12,7 @@ public enum CacheLoadError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// The loads the current task is running, innermost last, to catch a loader that waits on itself.
-enum _LoadChain {
+enum LoadChain {
     struct Link: Sendable {
         let cache: ObjectIdentifier
         let key: any Hashable & Sendable
@@ -81,11 +81,11 @@ extension Cache where Key: Sendable, Value: Sendable {
         loader: @escaping @Sendable (Key) async throws -> (Value, expiresAfter: Duration?)
     ) async throws -> (value: Value, wasHit: Bool) {
         let id = ObjectIdentifier(self)
-        let chain = _LoadChain.links
+        let chain = LoadChain.links
         // A cycle only if the key misses: a hit answers whoever asks (a task a loader started
         // may read the key its loader stored, or is storing; nothing waits on anything).
         let recursive = chain.contains(where: { $0.cache == id && ($0.key as? Key) == key })
-        let link = chain + [_LoadChain.Link(cache: id, key: key)]
+        let link = chain + [LoadChain.Link(cache: id, key: key)]
         let now = _timekeeper.now()
         var observer: ((CacheActivity<Key>) -> Void)?
         let (hit, task) = _withSweptState(now: now) { state, _ -> (Value?, Task<Value, any Error>?) in
@@ -105,11 +105,11 @@ extension Cache where Key: Sendable, Value: Sendable {
                     // The refresh's chain starts with it: the caller takes the value it has and
                     // does not wait, so its chain is no cycle of the refresh's (inherited, a
                     // refresh whose loader read the caller's key got a false `recursiveLoad`).
-                    let refreshLink = [_LoadChain.Link(cache: ObjectIdentifier(self), key: key)]
+                    let refreshLink = [LoadChain.Link(cache: ObjectIdentifier(self), key: key)]
                     state.loads[key] = _InFlightLoad(
                         id: id,
                         task: Task<Value, any Error> {
-                            try await _LoadChain.$links.withValue(refreshLink) {
+                            try await LoadChain.$links.withValue(refreshLink) {
                                 try await self._runLoad(
                                     forKey: key,
                                     cost: cost,
@@ -131,7 +131,7 @@ extension Cache where Key: Sendable, Value: Sendable {
             state.nextLoadID &+= 1
             let id = state.nextLoadID
             let task = Task<Value, any Error> {
-                try await _LoadChain.$links.withValue(link) {
+                try await LoadChain.$links.withValue(link) {
                     try await self._runLoad(
                         forKey: key,
                         cost: cost,

@@ -113,7 +113,7 @@ public final class Cache<Key: Hashable, Value> {
     /// The background sweep (``Expiration/sweepInterval``), cancelled when the cache goes.
     private var sweeper: Task<Void, Never>?
     /// The expiration triggers, cancelled when the cache goes.
-    let _triggers = _Triggers()
+    let _triggers = Triggers()
 
     /// Keeps the properties below off the cache lines of those above.
     private let _padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
@@ -180,9 +180,9 @@ public final class Cache<Key: Hashable, Value> {
     private func _startSweeping(every interval: Duration) -> Task<Void, Never> {
         // Held weakly and type-erased: the task must neither keep the cache alive nor capture
         // its generic parameters, which need not be Sendable.
-        let cache = _WeakBox<AnyObject>(self)
+        let cache = WeakBox<AnyObject>(self)
         return _Timekeeper.repeating(every: interval, sleep: _timekeeper.sleep) {
-            guard let strong = cache.object as? any _Sweepable else { return false }
+            guard let strong = cache.object as? any Sweepable else { return false }
             strong.removeExpired()
             return true
         }
@@ -409,8 +409,8 @@ extension Cache: @unchecked Sendable where Key: Sendable, Value: Sendable {}
 
 /// What a cache's background sweep calls: erasing `Cache`'s generic parameters keeps the sweep's
 /// task free of its (possibly non-`Sendable`) key and value types.
-protocol _Sweepable: AnyObject {
+protocol Sweepable: AnyObject {
     func removeExpired()
 }
 
-extension Cache: _Sweepable {}
+extension Cache: Sweepable {}

@@ -42,9 +42,9 @@ public final class ManualClock: Clock, Sendable {
     }
 
     private let state = _Locked(State())
-    /// This clock's timeline, for memoized results in a ``MemoStorage`` (see `_MemoStorageBacking`):
+    /// This clock's timeline, for memoized results in a ``MemoStorage`` (see `MemoStorageBacking`):
     /// functions on one manual clock read it from the same zero, so they share one.
-    let timeline = _MemoStorageBacking.newTimeline()
+    let timeline = MemoStorageBacking.newTimeline()
 
     /// Creates a clock reading zero.
     public init() {}

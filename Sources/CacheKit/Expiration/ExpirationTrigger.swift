@@ -38,7 +38,7 @@ public final class ExpirationTrigger: Sendable {
 }
 
 /// A cache's triggers, cancelled with the cache.
-final class _Triggers: Sendable {
+final class Triggers: Sendable {
     private let triggers = _Locked<[ExpirationTrigger]>([])
 
     func add(_ trigger: ExpirationTrigger) {
@@ -53,7 +53,7 @@ final class _Triggers: Sendable {
     }
 }
 
-extension _Triggers {
+extension Triggers {
     /// A trigger that calls `expire` on `target` each time `events` yields, until the sequence
     /// ends or throws, the trigger is cancelled, or `target` is deinitialized. `target` is held
     /// weakly; the trigger is added to this list.
@@ -62,7 +62,7 @@ extension _Triggers {
         whenever events: Events,
         by expire: @escaping @Sendable (Target) -> Void
     ) -> ExpirationTrigger {
-        let weakTarget = _WeakBox(target)
+        let weakTarget = WeakBox(target)
         // The trigger, once made, and whether the sequence has ended (it may end before that).
         let ending = _Locked<(trigger: ExpirationTrigger?, ended: Bool)>((nil, false))
         // Set by `cancel()` and checked before each expiry: cancelling the task alone does not
@@ -108,14 +108,14 @@ extension _Triggers {
         center: NotificationCenter,
         by expire: @escaping @Sendable (Target) -> Void
     ) -> ExpirationTrigger {
-        let weakTarget = _WeakBox(target)
+        let weakTarget = WeakBox(target)
         // Checked before each expiry, as for a sequence: a post already on its way to the
         // observer when `cancel()` removes it must not expire the cache.
         let stopped = _Locked(false)
         let token = center.addObserver(forName: name, object: object, queue: nil) { _ in
             if !stopped.withLock({ $0 }), let strong = weakTarget.object { expire(strong) }
         }
-        let registration = _UncheckedSendable((center, token))
+        let registration = UncheckedSendable((center, token))
         let trigger = ExpirationTrigger {
             stopped.withLock { $0 = true }
             registration.value.0.removeObserver(registration.value.1)
@@ -158,7 +158,7 @@ extension Cache where Key: Sendable, Value: Sendable {
 #if canImport(Foundation)
 /// A value passed across isolation where the type is not marked `Sendable` but is used safely:
 /// `NotificationCenter` and its observer tokens are thread-safe.
-struct _UncheckedSendable<T>: @unchecked Sendable {
+struct UncheckedSendable<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
 }

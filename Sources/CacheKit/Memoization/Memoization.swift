@@ -104,7 +104,7 @@ public struct MemoStatistics: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A memoized function's counters: atomics, so counting takes no lock.
-final class _MemoCounters: Sendable {
+final class MemoCounters: Sendable {
     private let hits = Atomic<Int>(0)
     private let misses = Atomic<Int>(0)
     private let bypasses = Atomic<Int>(0)

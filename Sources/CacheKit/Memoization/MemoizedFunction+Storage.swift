@@ -10,10 +10,10 @@ import Synchronization
 /// keeps `MemoValue`s as they are hands that time back, so a function created again with the
 /// same identity ages what an earlier one stored. A storage that rebuilds results with
 /// `MemoValue(_:computeTime:)` (a file) loses it, so while an expiry rule is set the function
-/// also stamps each store here (a `_StampTable`, bounded, never written to the storage), and a
+/// also stamps each store here (a `StampTable`, bounded, never written to the storage), and a
 /// result without a stamp (restored from an earlier process, or stored by another function)
 /// ages from the first call that finds it.
-final class _MemoStorageBacking: Sendable {
+final class MemoStorageBacking: Sendable {
     struct Flight: Sendable {
         let id: UInt64
         let task: Task<(value: MemoValue, wasStored: Bool), any Error>
@@ -22,10 +22,10 @@ final class _MemoStorageBacking: Sendable {
     struct State: Sendable {
         var running: [MemoKey: Flight] = [:]
         var nextID: UInt64 = 0
-        var stamps = _StampTable(capacity: _MemoStorageBacking.maxStamps)
+        var stamps = StampTable(capacity: MemoStorageBacking.maxStamps)
     }
 
-    /// The most stamps kept (see `_StampTable`).
+    /// The most stamps kept (see `StampTable`).
     static let maxStamps = 16_384
 
     let storage: any MemoStorage
@@ -61,7 +61,7 @@ final class _MemoStorageBacking: Sendable {
     static func newTimeline() -> UInt64 { timelines.add(1, ordering: .relaxed).newValue }
 
     /// When `stored` was computed, on this timeline: its own reading if it has one, else its
-    /// stamp here (see `_StampTable.time(of:now:)`); `nil` when unknown.
+    /// stamp here (see `StampTable.time(of:now:)`); `nil` when unknown.
     func computedAt(of stored: MemoValue, forKey key: MemoKey, now: Int64) -> Int64? {
         if stored.computedAt >= 0 && stored.timeline == timeline { return stored.computedAt }
         let (time, garbage) = state.withLock { $0.stamps.time(of: key, now: now) }
@@ -110,7 +110,7 @@ extension MemoizedFunction {
     /// `call(arguments:_:)` on a storage.
     func storedCall<Failure: Error>(
         forKey key: MemoKey,
-        in backing: _MemoStorageBacking,
+        in backing: MemoStorageBacking,
         _ compute: () throws(Failure) -> Output
     ) throws(Failure) -> Output {
         if let hit = freshValue(forKey: key, in: backing) {
@@ -137,10 +137,10 @@ extension MemoizedFunction {
     /// callers that miss while it runs.
     func storedCall(
         forKey key: MemoKey,
-        in backing: _MemoStorageBacking,
+        in backing: MemoStorageBacking,
         _ compute: @escaping @Sendable () async throws -> Output
     ) async throws -> Output {
-        let chain = _LoadChain.links
+        let chain = LoadChain.links
         let identity = ObjectIdentifier(self)
         if let hit = freshValue(forKey: key, in: backing) {
             counters.recordHit(saving: hit.value.computeTime)
@@ -150,17 +150,17 @@ extension MemoizedFunction {
         if chain.contains(where: { $0.cache == identity && ($0.key as? MemoKey) == key }) {
             throw CacheLoadError.recursiveLoad(key: "\(key)")
         }
-        let link = chain + [_LoadChain.Link(cache: identity, key: key)]
+        let link = chain + [LoadChain.Link(cache: identity, key: key)]
         let task = backing.state.withLock { state -> Task<(value: MemoValue, wasStored: Bool), any Error> in
             if let flight = state.running[key] { return flight.task }
             state.nextID &+= 1
             let id = state.nextID
             let task = Task<(value: MemoValue, wasStored: Bool), any Error> {
-                try await _LoadChain.$links.withValue(link) {
+                try await LoadChain.$links.withValue(link) {
                     try await self.run(compute, forKey: key, in: backing, flight: id)
                 }
             }
-            state.running[key] = _MemoStorageBacking.Flight(id: id, task: task)
+            state.running[key] = MemoStorageBacking.Flight(id: id, task: task)
             return task
         }
         let outcome: (value: MemoValue, wasStored: Bool)
@@ -186,7 +186,7 @@ extension MemoizedFunction {
     private func run(
         _ compute: @Sendable () async throws -> Output,
         forKey key: MemoKey,
-        in backing: _MemoStorageBacking,
+        in backing: MemoStorageBacking,
         flight id: UInt64
     ) async throws -> (value: MemoValue, wasStored: Bool) {
         defer { backing.retire(key, id: id) }
@@ -217,7 +217,7 @@ extension MemoizedFunction {
         _ result: Output,
         computeTime: Duration,
         forKey key: MemoKey,
-        in backing: _MemoStorageBacking,
+        in backing: MemoStorageBacking,
         ifEpochIs startEpoch: UInt64
     ) -> MemoValue {
         let now = backing.timekeeper.reading()
@@ -240,9 +240,9 @@ extension MemoizedFunction {
     /// or is not of this function's result type; such a result is removed from the storage
     /// (possibly a newer one stored meanwhile, which costs the next call a run) and the call is
     /// a miss. Reading never writes to the storage: a result without a reading of this
-    /// function's timeline is aged by its stamp (see `_MemoStorageBacking`).
+    /// function's timeline is aged by its stamp (see `MemoStorageBacking`).
     /// Also returns the result, cast once to `Output`.
-    private func freshValue(forKey key: MemoKey, in backing: _MemoStorageBacking) -> (value: MemoValue, result: Output)?
+    private func freshValue(forKey key: MemoKey, in backing: MemoStorageBacking) -> (value: MemoValue, result: Output)?
     {
         guard let stored = backing.storage.memoizedValue(forKey: key) else { return nil }
         // A result of another type (written by an older version of the program, say) is a miss.
@@ -273,7 +273,7 @@ extension MemoizedFunction {
     /// Removes the result stored under `key`, and its stamp if the stamp is `computedAt` (any,
     /// for `nil`): a newer result stored meanwhile keeps its stamp, though the storage removal
     /// may take the result itself.
-    private func remove(_ key: MemoKey, computedAt: Int64?, in backing: _MemoStorageBacking) {
+    private func remove(_ key: MemoKey, computedAt: Int64?, in backing: MemoStorageBacking) {
         backing.forget(key, ifStampedAt: computedAt)
         backing.storage.removeMemoizedValue(forKey: key)
     }

@@ -97,7 +97,7 @@ extension MemoizedFunction {
         key: @escaping @Sendable (repeat each Argument) -> Key
     ) -> @Sendable (repeat each Argument) async throws -> Output {
         { (argument: repeat each Argument) async throws -> Output in
-            let arguments = _SendablePack(repeat each argument)
+            let arguments = SendablePack(repeat each argument)
             return try await self.call(arguments: key(repeat each argument)) { () async throws -> Output in
                 try await function(repeat each arguments.values)
             }
@@ -130,7 +130,7 @@ extension MemoizedFunction {
         key: @escaping @Sendable (repeat each Argument) -> Key
     ) -> @Sendable (repeat each Argument) async -> Output {
         { (argument: repeat each Argument) async -> Output in
-            let arguments = _SendablePack(repeat each argument)
+            let arguments = SendablePack(repeat each argument)
             return await self.call(arguments: key(repeat each argument)) { () async -> Output in
                 await function(repeat each arguments.values)
             }
@@ -139,7 +139,7 @@ extension MemoizedFunction {
 }
 
 /// Arguments carried into the task an async memoized call runs in.
-struct _SendablePack<each Element: Sendable>: Sendable {
+struct SendablePack<each Element: Sendable>: Sendable {
     let values: (repeat each Element)
     init(_ values: repeat each Element) { self.values = (repeat each values) }
 }

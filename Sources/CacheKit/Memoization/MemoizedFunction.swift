@@ -31,7 +31,7 @@ public struct MemoValue: Sendable {
     /// remove a newer result stored under the same key meanwhile.
     let serial: UInt64
     /// Which clock `computedAt` was read on, for a result in a ``MemoStorage``: a function on a
-    /// storage trusts only readings of its own timeline (see `_MemoStorageBacking`); `0` for a
+    /// storage trusts only readings of its own timeline (see `MemoStorageBacking`); `0` for a
     /// result in a ``MemoCache``, whose clock is the cache's.
     let timeline: UInt64
 
@@ -135,7 +135,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     /// shared one), or a storage of your own with what the function keeps beside it.
     enum Backend: Sendable {
         case cache(MemoCache, owned: Bool)
-        case storage(_MemoStorageBacking)
+        case storage(MemoStorageBacking)
     }
     /// How long a result stays after it was computed (ClearCache's "older than" expiration
     /// policy); `nil` keeps it until the cache's own expiration or eviction removes it.
@@ -146,8 +146,8 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     let insertionPolicy: (@Sendable (Output) -> Bool)?
     let cost: (@Sendable (Output) -> Int)?
     private let enabled: Atomic<Bool>
-    let counters = _MemoCounters()
-    let triggers = _Triggers()
+    let counters = MemoCounters()
+    let triggers = Triggers()
     /// Incremented by ``expireAll()`` before it removes anything: a synchronous call that saw
     /// another value when it started stores nothing.
     let epoch = Atomic<UInt64>(0)
@@ -268,7 +268,7 @@ public final class MemoizedFunction<Output: Sendable>: Sendable {
     ) {
         self.init(
             id,
-            backend: .storage(_MemoStorageBacking(storage: storage, clock: clock)),
+            backend: .storage(MemoStorageBacking(storage: storage, clock: clock)),
             expiresAfter: expiresAfter,
             expiresWhen: expiresWhen,
             insertionPolicy: insertionPolicy,

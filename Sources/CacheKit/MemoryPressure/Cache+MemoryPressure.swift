@@ -1,4 +1,4 @@
-extension Cache: _MemoryPressureResponder {
+extension Cache: MemoryPressureResponder {
     func _respondToMemoryPressure(_ action: MemoryPressureAction?, at level: MemoryPressureLevel) {
         if let action { _handleMemoryPressure(action) } else { handleMemoryPressure() }
     }

@@ -33,7 +33,7 @@ public final class LinuxMemoryPressureSource: MemoryPressureSource {
     public let watchedFiles: [String]
 
     private let psi: String
-    private let cgroup: _CgroupFiles?
+    private let cgroup: CgroupFiles?
     /// The `memory.events` counters at the previous reading, to count new events.
     private let previousEvents = _Locked<[String: UInt64]?>(nil)
 
@@ -43,8 +43,8 @@ public final class LinuxMemoryPressureSource: MemoryPressureSource {
     ///   ``MemoryPressureSourceError/malformed(file:line:reason:)`` if one is malformed.
     public init(root: String = "/", thresholds: MemoryPressureThresholds = .default) throws {
         self.thresholds = thresholds
-        psi = _TextFile.join(root, "proc/pressure/memory")
-        cgroup = try _CgroupFiles.locate(root: root)
+        psi = TextFile.join(root, "proc/pressure/memory")
+        cgroup = try CgroupFiles.locate(root: root)
         watchedFiles = [psi] + (cgroup?.all ?? [])
         _ = try readings()
     }
@@ -56,7 +56,7 @@ public final class LinuxMemoryPressureSource: MemoryPressureSource {
     public func readings() throws -> MemoryPressureReadings {
         var readings = MemoryPressureReadings()
         var readAny = false
-        if let text = _TextFile.contents(of: psi) {
+        if let text = TextFile.contents(of: psi) {
             readings.stallPercent = try Self.parsePSI(text, file: psi)
             readAny = true
         }
@@ -69,7 +69,7 @@ public final class LinuxMemoryPressureSource: MemoryPressureSource {
                 let new = try previousEvents.withLock({ previous -> [String: UInt64]? in
                     // Read under the lock, so that overlapping readings (the monitor's poller and
                     // a `check()`) compare counts in the order they were read.
-                    guard let text = _TextFile.contents(of: events) else { return nil }
+                    guard let text = TextFile.contents(of: events) else { return nil }
                     let counts = try Self.parseKeyValues(text, file: events)
                     defer { previous = counts }
                     // The first reading is the baseline. A counter that went down was reset (the
@@ -104,7 +104,7 @@ public final class LinuxMemoryPressureSource: MemoryPressureSource {
 
     /// `some avg10` from a PSI file (`some avg10=0.00 avg60=0.00 avg300=0.00 total=0`).
     static func parsePSI(_ text: String, file: String) throws -> Double {
-        for (number, line) in _TextFile.numberedLines(text) {
+        for (number, line) in TextFile.numberedLines(text) {
             let fields = line.split(separator: " ")
             guard let kind = fields.first, kind == "some" || kind == "full" else {
                 throw MemoryPressureSourceError.malformed(
@@ -132,7 +132,7 @@ public final class LinuxMemoryPressureSource: MemoryPressureSource {
     /// `key value` lines (`memory.events`, `memory.stat`).
     static func parseKeyValues(_ text: String, file: String) throws -> [String: UInt64] {
         var result: [String: UInt64] = [:]
-        for (number, line) in _TextFile.numberedLines(text) {
+        for (number, line) in TextFile.numberedLines(text) {
             let fields = line.split(separator: " ")
             guard fields.count == 2, let value = UInt64(fields[1]) else {
                 throw MemoryPressureSourceError.malformed(
@@ -148,7 +148,7 @@ public final class LinuxMemoryPressureSource: MemoryPressureSource {
 
     /// A file holding one number of bytes; `unlimited` (v2 `max`) gives `nil`.
     static func parseBytes(_ text: String, file: String, unlimited: String? = nil) throws -> UInt64? {
-        let lines = _TextFile.numberedLines(text)
+        let lines = TextFile.numberedLines(text)
         guard let (number, line) = lines.first else {
             throw MemoryPressureSourceError.malformed(file: file, line: 1, reason: "empty file")
         }

@@ -150,12 +150,12 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
     /// - Throws: ``CachePersistenceError``, saying what is wrong and where.
     @discardableResult
     public func load() throws(CachePersistenceError) -> Int {
-        _CacheFile.removeStaleTemporaries(beside: path)
+        CacheFile.removeStaleTemporaries(beside: path)
         let entries: [PersistedEntry<C.Key, C.Value>]
         do throws(CachePersistenceError) {
             var bytesRead = 0
             guard
-                let payload = try _CacheFile.readPayload(
+                let payload = try CacheFile.readPayload(
                     path: path,
                     identifier: serializer.identifier,
                     bytesRead: &bytesRead
@@ -191,7 +191,7 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
         } catch let error as DecodingError {
             let (field, reason) = Self.describe(error)
             throw .undecodable(path: path, field: field, reason: reason)
-        } catch let error as _PayloadRefused {
+        } catch let error as PayloadRefused {
             throw .undecodable(path: path, field: "", reason: error.reason)
         } catch {
             throw .undecodable(path: path, field: "", reason: "\(error)")
@@ -268,15 +268,15 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
         } catch {
             throw .unencodable(path: path, reason: "\(error)")
         }
-        let bytes = _CacheFile.wrap(payload, identifier: serializer.identifier)
-        let temporary = try _CacheFile.writeTemporary(bytes, beside: path, permissions: filePermissions)
+        let bytes = CacheFile.wrap(payload, identifier: serializer.identifier)
+        let temporary = try CacheFile.writeTemporary(bytes, beside: path, permissions: filePermissions)
         // The rename happens under the lock, so that a load failing meanwhile, or a newer save
         // finishing first, is seen.
         let result = state.withLock { state -> Result<Bool, CachePersistenceError> in
             if let reason = state.unreadable { return .failure(.saveRefused(path: path, because: reason)) }
             // Checked here, under the lock that every rename takes, so that a concurrent save of
             // this object that created the file meanwhile counts as this object's own.
-            if !state.mayReplace && _CacheFile.exists(path) {
+            if !state.mayReplace && CacheFile.exists(path) {
                 return .failure(.saveRefused(path: path, because: .notLoaded(path: path)))
             }
             guard number > state.savedInPlace else { return .success(false) }
@@ -285,7 +285,7 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
             // that a newer one overtook.
             guard state.restoring == 0, state.restores == restores else { return .success(false) }
             do throws(CachePersistenceError) {
-                try _CacheFile.replace(path, with: temporary)
+                try CacheFile.replace(path, with: temporary)
             } catch {
                 return .failure(error)
             }
@@ -295,11 +295,11 @@ public final class CachePersistence<C: SnapshotCache & Sendable>: Sendable where
         }
         switch result {
         case .success(true):
-            try _CacheFile.syncDirectory(of: path)
+            try CacheFile.syncDirectory(of: path)
         case .success(false):
-            _CacheFile.discard(temporary)  // a newer save is already in place
+            CacheFile.discard(temporary)  // a newer save is already in place
         case .failure(let error):
-            _CacheFile.discard(temporary)
+            CacheFile.discard(temporary)
             throw error
         }
     }

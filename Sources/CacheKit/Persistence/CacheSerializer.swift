@@ -65,7 +65,7 @@ extension CacheSerializer where Key: Codable & Sendable, Value: Codable & Sendab
             identifier: "json",
             encode: { try JSONEncoder().encode($0) },
             decode: { payload in
-                try _PayloadCheck.checkJSON(payload)
+                try PayloadCheck.checkJSON(payload)
                 return try JSONDecoder().decode([PersistedEntry<Key, Value>].self, from: payload)
             }
         )
@@ -92,7 +92,7 @@ extension CacheSerializer where Key: Codable & Sendable, Value: Codable & Sendab
                 return try encoder.encode(entries)
             },
             decode: { payload in
-                try _PayloadCheck.checkBinaryPropertyList(payload)
+                try PayloadCheck.checkBinaryPropertyList(payload)
                 return try PropertyListDecoder().decode([PersistedEntry<Key, Value>].self, from: payload)
             }
         )

@@ -8,7 +8,7 @@ extension SharedCache {
         every interval: Duration,
         _ body: @escaping @Sendable (SharedCache) -> Void
     ) -> Task<Void, Never> {
-        let cache = _WeakBox(self)
+        let cache = WeakBox(self)
         return _Timekeeper.repeating(every: interval, sleep: clockSleep) {
             guard let strong = cache.object else { return false }
             body(strong)
@@ -18,7 +18,7 @@ extension SharedCache {
 }
 
 /// The background tasks of a `SharedCache`, cancelled when it goes.
-struct _BackgroundTasks: Sendable {
+struct BackgroundTasks: Sendable {
     var sweep: Task<Void, Never>?
     var eviction: Task<Void, Never>?
     var notification: Task<Void, Never>?

@@ -79,7 +79,7 @@ extension SharedCache {
     }
 }
 
-extension SharedCache: _MemoryPressureResponder {
+extension SharedCache: MemoryPressureResponder {
     func _respondToMemoryPressure(_ action: MemoryPressureAction?, at level: MemoryPressureLevel) {
         if let action {
             handleMemoryPressure(action)

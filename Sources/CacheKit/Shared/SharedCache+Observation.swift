@@ -92,7 +92,7 @@ extension SharedCache {
         var starting = true
         while true {
             let next = subscribers.withLock {
-                state -> ([SharedCacheChanges<Key, Value>], [_Subscribers<Key, Value>.Continuation])? in
+                state -> ([SharedCacheChanges<Key, Value>], [Subscribers<Key, Value>.Continuation])? in
                 if starting && state.delivering { return nil }  // the deliverer takes ours too
                 guard !state.queue.isEmpty else {
                     state.delivering = false
@@ -142,7 +142,7 @@ public enum SharedCacheUserInfoKey {
 
 /// The subscribers of a cache's ``SharedCache/changes``, and the batches taken from the change
 /// log and not yet delivered.
-struct _Subscribers<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+struct Subscribers<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     typealias Continuation = AsyncStream<SharedCacheChanges<Key, Value>>.Continuation
     var continuations: [UInt64: Continuation] = [:]
     var nextID: UInt64 = 0

@@ -123,10 +123,10 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     /// drain two calls: the exclusive lock is what makes access to it exclusive.
     @exclusivity(unchecked) @usableFromInline var changeLog: _ChangeLog<Key, Value>?
     @usableFromInline let drainQueue: DispatchQueue
-    let background = _Locked(_BackgroundTasks())
-    let subscribers = _Locked(_Subscribers<Key, Value>())
+    let background = _Locked(BackgroundTasks())
+    let subscribers = _Locked(Subscribers<Key, Value>())
     /// Memory-pressure subscriptions, cancelled when the cache goes.
-    let _triggers = _Triggers()
+    let _triggers = Triggers()
 
     /// The name given at creation (YMCache names its caches); used in notifications and logs.
     public let name: String
@@ -286,7 +286,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         }
     }
 
-    /// Every entry, read in one operation.
+    /// Every entry, read in one operation, as a dictionary (YMCache's `allItems`; ``entries``
+    /// gives them in eviction order, as ``Cache/entries`` does).
     ///
     /// - Complexity: O(*n*).
     public func allItems() -> [Key: Value] {

@@ -11,7 +11,7 @@ import Musl
 /// `lock` (held with `flock` while the store is open), `journal` (the index),
 /// `entries/<id>` (one file per entry), `removing-<n>` (entries of a `removeAll()` being
 /// deleted in the background) and `journal.damaged` (the last journal found damaged).
-struct _DiskPaths: Sendable {
+struct DiskPaths: Sendable {
     let root: String
     let lock: String
     let journal: String
@@ -37,7 +37,7 @@ struct _DiskPaths: Sendable {
 }
 
 /// Which file a write goes to, for the fault seam in the package's tests.
-package enum _DiskWriteTarget: Int, Sendable, CaseIterable {
+package enum DiskWriteTarget: Int, Sendable, CaseIterable {
     /// An entry file.
     case entryFile
     /// The journal.
@@ -46,41 +46,41 @@ package enum _DiskWriteTarget: Int, Sendable, CaseIterable {
 
 /// Makes the writes to one kind of file fail with an error number, standing in for a full disk
 /// or a failing device in the package's tests. Not API.
-package final class _DiskFaults: Sendable {
+package final class DiskFaults: Sendable {
     private let errnos = _Mutex<[Int32?]>([nil, nil])
     private let flushes = _Mutex<[Int]>([0, 0])
 
     init() {}
 
     /// Makes every later write to `target` fail with `error` (`nil`: succeed again).
-    package func failWrites(to target: _DiskWriteTarget, with error: Int32?) {
+    package func failWrites(to target: DiskWriteTarget, with error: Int32?) {
         errnos.withLock { $0[target.rawValue] = error }
     }
 
-    func failure(for target: _DiskWriteTarget) -> Int32? {
+    func failure(for target: DiskWriteTarget) -> Int32? {
         errnos.withLock { $0[target.rawValue] }
     }
 
     /// How many files written to `target` were flushed (`fsync`) before their rename.
-    package func flushCount(of target: _DiskWriteTarget) -> Int {
+    package func flushCount(of target: DiskWriteTarget) -> Int {
         flushes.withLock { $0[target.rawValue] }
     }
 
-    func noteFlush(of target: _DiskWriteTarget) {
+    func noteFlush(of target: DiskWriteTarget) {
         flushes.withLock { $0[target.rawValue] += 1 }
     }
 }
 
 /// The system calls a ``DiskStore`` makes, each failure turned into a ``CacheStoreError``.
-enum _DiskIO {
+enum DiskIO {
     /// Writes all of `bytes` to `descriptor` at `offset`, retrying short writes.
     static func write(
         _ bytes: [UInt8],
         to descriptor: Int32,
         at offset: Int,
         path: String,
-        target: _DiskWriteTarget,
-        faults: _DiskFaults
+        target: DiskWriteTarget,
+        faults: DiskFaults
     ) throws(CacheStoreError) {
         if let error = faults.failure(for: target) { throw .ioFailure(path: path, operation: "write", errno: error) }
         var written = 0
@@ -103,8 +103,8 @@ enum _DiskIO {
         _ bytes: [UInt8],
         to path: String,
         temporary: String,
-        target: _DiskWriteTarget,
-        faults: _DiskFaults,
+        target: DiskWriteTarget,
+        faults: DiskFaults,
         flush: Bool = true
     ) throws(CacheStoreError) {
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)

@@ -7,7 +7,7 @@ import Musl
 #endif
 
 /// What the index holds for one entry: its file's id, its value's size and its deadline.
-struct _DiskEntryInfo: Sendable, Hashable {
+struct DiskEntryInfo: Sendable, Hashable {
     /// Names the entry file (`entries/<id>`); never given to another entry.
     var id: UInt64
     /// Bytes of value.
@@ -33,7 +33,7 @@ struct _DiskEntryInfo: Sendable, Hashable {
 /// A file names its key and deadline, so that a store whose journal is damaged can rebuild its
 /// index from the files alone. Version 1 files (read, never written) lack the deadline field:
 /// their header is 28 bytes, the checksums at 20 and 24.
-enum _DiskEntryFile {
+enum DiskEntryFile {
     static let magic: [UInt8] = [0x89, 0x43, 0x4B, 0x45, 0x0D, 0x0A, 0x1A, 0x0A]
     static let version: UInt16 = 2
     static let headerSize = 36
@@ -47,16 +47,16 @@ enum _DiskEntryFile {
         let keyBytes = Array(key.utf8)
         var bytes = magic
         bytes.reserveCapacity(headerSize + keyBytes.count + value.count)
-        _DiskBytes.append(version, to: &bytes)
-        _DiskBytes.append(UInt16(keyBytes.count), to: &bytes)
-        _DiskBytes.append(UInt64(value.count), to: &bytes)
+        DiskBytes.append(version, to: &bytes)
+        DiskBytes.append(UInt16(keyBytes.count), to: &bytes)
+        DiskBytes.append(UInt64(value.count), to: &bytes)
         // Seconds since `Date`'s own reference date, as the journal keeps them: they read back exactly.
-        _DiskBytes.append(expiresAt.map { $0.timeIntervalSinceReferenceDate.bitPattern } ?? noDeadline, to: &bytes)
-        _DiskBytes.append(_CRC32C.lanes(of: value), to: &bytes)
-        var headerCRC = _CRC32C()
+        DiskBytes.append(expiresAt.map { $0.timeIntervalSinceReferenceDate.bitPattern } ?? noDeadline, to: &bytes)
+        DiskBytes.append(CRC32C.lanes(of: value), to: &bytes)
+        var headerCRC = CRC32C()
         headerCRC.update(bytes)
         headerCRC.update(keyBytes)
-        _DiskBytes.append(headerCRC.value, to: &bytes)
+        DiskBytes.append(headerCRC.value, to: &bytes)
         bytes += keyBytes
         bytes += value
         return bytes
@@ -70,8 +70,8 @@ enum _DiskEntryFile {
     ///   (`open` with `ENOENT` when it is missing) or examined, and what `body` throws.
     private static func withFile<T>(
         _ path: String,
-        _ body: (_ descriptor: Int32, _ size: Int) throws(CacheStoreError) -> Result<T, _DiskEntryDamage>
-    ) throws(CacheStoreError) -> Result<T, _DiskEntryDamage> {
+        _ body: (_ descriptor: Int32, _ size: Int) throws(CacheStoreError) -> Result<T, DiskEntryDamage>
+    ) throws(CacheStoreError) -> Result<T, DiskEntryDamage> {
         switch try openFile(path) {
         case .failure(let damage):
             return .failure(damage)
@@ -81,10 +81,10 @@ enum _DiskEntryFile {
         }
     }
 
-    private static func openFile(_ path: String) throws(CacheStoreError) -> Result<(Int32, Int), _DiskEntryDamage> {
+    private static func openFile(_ path: String) throws(CacheStoreError) -> Result<(Int32, Int), DiskEntryDamage> {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
         guard descriptor >= 0 else {
-            if errno == ELOOP { return .failure(_DiskEntryDamage(reason: "a symbolic link, not an entry file")) }
+            if errno == ELOOP { return .failure(DiskEntryDamage(reason: "a symbolic link, not an entry file")) }
             throw .ioFailure(path: path, operation: "open", errno: errno)
         }
         var status = stat()
@@ -95,7 +95,7 @@ enum _DiskEntryFile {
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
             close(descriptor)
-            return .failure(_DiskEntryDamage(reason: "not a regular file"))
+            return .failure(DiskEntryDamage(reason: "not a regular file"))
         }
         return .success((descriptor, Int(status.st_size)))
     }
@@ -119,19 +119,19 @@ enum _DiskEntryFile {
         fileSize: Int,
         keyLength: Int,
         headerSize: Int
-    ) throws(CacheStoreError) -> Result<Header, _DiskEntryDamage> {
+    ) throws(CacheStoreError) -> Result<Header, DiskEntryDamage> {
         let headerAndKey = headerSize + keyLength
         guard fileSize >= headerAndKey else {
-            return .failure(_DiskEntryDamage(reason: "truncated: \(fileSize) bytes, shorter than its header"))
+            return .failure(DiskEntryDamage(reason: "truncated: \(fileSize) bytes, shorter than its header"))
         }
         var bytes = [UInt8](repeating: 0, count: headerAndKey)
-        let read = bytes.withUnsafeMutableBytes { _DiskIO.readFully(descriptor, into: $0, at: 0) }
+        let read = bytes.withUnsafeMutableBytes { DiskIO.readFully(descriptor, into: $0, at: 0) }
         if read < 0 { throw .ioFailure(path: path, operation: "read", errno: -Int32(read)) }
-        guard read == headerAndKey else { return .failure(_DiskEntryDamage(reason: "cut short while it was read")) }
+        guard read == headerAndKey else { return .failure(DiskEntryDamage(reason: "cut short while it was read")) }
         guard bytes.starts(with: magic) else {
-            return .failure(_DiskEntryDamage(reason: "not an entry file (wrong magic)"))
+            return .failure(DiskEntryDamage(reason: "not an entry file (wrong magic)"))
         }
-        var reader = _DiskBytes.Reader(bytes, from: magic.count)
+        var reader = DiskBytes.Reader(bytes, from: magic.count)
         let version = reader.read(UInt16.self)!
         let storedKeyLength = reader.read(UInt16.self)!
         let valueLength = reader.read(UInt64.self)!
@@ -139,13 +139,13 @@ enum _DiskEntryFile {
         let valueCRC = reader.read(UInt32.self)!
         let headerCRC = reader.read(UInt32.self)!
         guard version == (headerSize == self.headerSize ? self.version : 1), Int(storedKeyLength) == keyLength else {
-            return .failure(_DiskEntryDamage(reason: "its header does not match the entry"))
+            return .failure(DiskEntryDamage(reason: "its header does not match the entry"))
         }
-        var check = _CRC32C()
+        var check = CRC32C()
         check.update(bytes[0..<(headerSize - 4)])
         check.update(bytes[headerSize...])
         guard check.value == headerCRC else {
-            return .failure(_DiskEntryDamage(reason: "its header checksum does not match"))
+            return .failure(DiskEntryDamage(reason: "its header checksum does not match"))
         }
         let expiresAt =
             deadline == noDeadline ? nil : Date(timeIntervalSinceReferenceDate: Double(bitPattern: deadline))
@@ -168,13 +168,13 @@ enum _DiskEntryFile {
         at offset: Int,
         length: Int,
         crc: UInt32
-    ) throws(CacheStoreError) -> Result<Data, _DiskEntryDamage> {
+    ) throws(CacheStoreError) -> Result<Data, DiskEntryDamage> {
         var value = Data(count: length)
-        let read = value.withUnsafeMutableBytes { _DiskIO.readFully(descriptor, into: $0, at: offset) }
+        let read = value.withUnsafeMutableBytes { DiskIO.readFully(descriptor, into: $0, at: offset) }
         if read < 0 { throw .ioFailure(path: path, operation: "read", errno: -Int32(read)) }
-        guard read == length else { return .failure(_DiskEntryDamage(reason: "cut short while it was read")) }
-        guard _CRC32C.lanes(of: value) == crc else {
-            return .failure(_DiskEntryDamage(reason: "its value checksum does not match"))
+        guard read == length else { return .failure(DiskEntryDamage(reason: "cut short while it was read")) }
+        guard CRC32C.lanes(of: value) == crc else {
+            return .failure(DiskEntryDamage(reason: "its value checksum does not match"))
         }
         return .success(value)
     }
@@ -188,7 +188,7 @@ enum _DiskEntryFile {
     ///
     /// - Throws: ``CacheStoreError/ioFailure(path:operation:errno:)`` if the file cannot be
     ///   opened or read (`open` with `ENOENT` when it is missing).
-    static func read(_ path: String, key: String, size: Int) throws(CacheStoreError) -> Result<Data, _DiskEntryDamage> {
+    static func read(_ path: String, key: String, size: Int) throws(CacheStoreError) -> Result<Data, DiskEntryDamage> {
         let keyBytes = Array(key.utf8)
         return try withFile(path) { descriptor, fileSize throws(CacheStoreError) in
             let expected = headerSize + keyBytes.count + size
@@ -196,8 +196,8 @@ enum _DiskEntryFile {
             switch fileSize {
             case expected: fileHeaderSize = headerSize
             case expected - (headerSize - headerSizeV1): fileHeaderSize = headerSizeV1
-            case ..<expected: return .failure(_DiskEntryDamage(reason: "truncated: \(fileSize) of \(expected) bytes"))
-            default: return .failure(_DiskEntryDamage(reason: "longer than the \(expected) bytes its entry has"))
+            case ..<expected: return .failure(DiskEntryDamage(reason: "truncated: \(fileSize) of \(expected) bytes"))
+            default: return .failure(DiskEntryDamage(reason: "longer than the \(expected) bytes its entry has"))
             }
             let header: Header
             switch try self.header(
@@ -211,9 +211,9 @@ enum _DiskEntryFile {
             case .success(let found): header = found
             }
             guard header.valueLength == UInt64(size) else {
-                return .failure(_DiskEntryDamage(reason: "its header does not match the entry"))
+                return .failure(DiskEntryDamage(reason: "its header does not match the entry"))
             }
-            guard header.key == keyBytes else { return .failure(_DiskEntryDamage(reason: "it holds another key")) }
+            guard header.key == keyBytes else { return .failure(DiskEntryDamage(reason: "it holds another key")) }
             return try value(descriptor, path: path, at: header.size, length: size, crc: header.valueCRC)
         }
     }
@@ -232,17 +232,17 @@ enum _DiskEntryFile {
     ///
     /// - Throws: ``CacheStoreError/ioFailure(path:operation:errno:)`` if the file cannot be
     ///   opened or read.
-    static func recover(_ path: String, byteLimit: Int) throws(CacheStoreError) -> Result<Recovered, _DiskEntryDamage> {
+    static func recover(_ path: String, byteLimit: Int) throws(CacheStoreError) -> Result<Recovered, DiskEntryDamage> {
         try withFile(path) { descriptor, fileSize throws(CacheStoreError) in
             var start = [UInt8](repeating: 0, count: 12)
-            let read = start.withUnsafeMutableBytes { _DiskIO.readFully(descriptor, into: $0, at: 0) }
+            let read = start.withUnsafeMutableBytes { DiskIO.readFully(descriptor, into: $0, at: 0) }
             if read < 0 { throw .ioFailure(path: path, operation: "read", errno: -Int32(read)) }
             guard read == 12, start.starts(with: magic) else {
-                return .failure(_DiskEntryDamage(reason: "not an entry file (wrong magic or too short)"))
+                return .failure(DiskEntryDamage(reason: "not an entry file (wrong magic or too short)"))
             }
-            var reader = _DiskBytes.Reader(start, from: magic.count)
+            var reader = DiskBytes.Reader(start, from: magic.count)
             guard reader.read(UInt16.self)! == version else {
-                return .failure(_DiskEntryDamage(reason: "its format records no deadline, or is not understood"))
+                return .failure(DiskEntryDamage(reason: "its format records no deadline, or is not understood"))
             }
             let keyLength = Int(reader.read(UInt16.self)!)
             let header: Header
@@ -258,17 +258,17 @@ enum _DiskEntryFile {
             }
             guard header.valueLength <= UInt64(byteLimit), Int(header.valueLength) == fileSize - header.size else {
                 return .failure(
-                    _DiskEntryDamage(reason: "its length does not match the file, or exceeds the byte limit")
+                    DiskEntryDamage(reason: "its length does not match the file, or exceeds the byte limit")
                 )
             }
             // What the journal would refuse is damage here too: a rebuilt journal must replay.
             guard let key = String(validating: header.key, as: UTF8.self),
                 (1...DiskStore.maximumKeyBytes).contains(header.key.count)
             else {
-                return .failure(_DiskEntryDamage(reason: "its key is not 1 to 4,096 bytes of UTF-8"))
+                return .failure(DiskEntryDamage(reason: "its key is not 1 to 4,096 bytes of UTF-8"))
             }
             if let deadline = header.expiresAt, !deadline.timeIntervalSinceReferenceDate.isFinite {
-                return .failure(_DiskEntryDamage(reason: "its deadline is not a finite date"))
+                return .failure(DiskEntryDamage(reason: "its deadline is not a finite date"))
             }
             let size = Int(header.valueLength)
             switch try value(descriptor, path: path, at: header.size, length: size, crc: header.valueCRC) {
@@ -280,12 +280,12 @@ enum _DiskEntryFile {
 }
 
 /// How an entry file is damaged.
-struct _DiskEntryDamage: Error {
+struct DiskEntryDamage: Error {
     var reason: String
 }
 
 /// Little-endian integers in byte arrays, and a bounds-checked reader of them.
-enum _DiskBytes {
+enum DiskBytes {
     static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
     }

@@ -8,9 +8,9 @@ import Musl
 #endif
 
 /// One change to a ``DiskStore``'s index, as the journal records it.
-enum _DiskRecord: Equatable {
+enum DiskRecord: Equatable {
     /// `key` now has the entry `info` (replacing any other).
-    case set(key: String, info: _DiskEntryInfo)
+    case set(key: String, info: DiskEntryInfo)
     /// The entry with this id is gone.
     case remove(id: UInt64)
     /// These entries were read, least recent first (the eviction order across restarts).
@@ -39,7 +39,7 @@ enum _DiskRecord: Equatable {
 /// - 3, touch: count *c* (2, at most ``maximumTouches``), *c* ids (8 each);
 /// - 4, closed: nothing;
 /// - 5, reserve: the id below which entry files may exist (8).
-struct _DiskJournal {
+struct DiskJournal {
     static let magic: [UInt8] = [0x89, 0x43, 0x4B, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
     static let version: UInt16 = 1
     static let headerSize = 24
@@ -51,8 +51,8 @@ struct _DiskJournal {
     /// larger one is taken for damage rather than read into memory.
     static let maximumLength = 1 << 30
 
-    let paths: _DiskPaths
-    let faults: _DiskFaults
+    let paths: DiskPaths
+    let faults: DiskFaults
     private(set) var descriptor: Int32
     /// Bytes of valid journal: the next record goes here.
     private(set) var length: Int
@@ -68,7 +68,7 @@ struct _DiskJournal {
         /// The journal's bytes, where the set records' keys lie.
         var bytes: [UInt8] = []
         /// The journal's set records, in its order.
-        var sets: [_DiskSetRecord] = []
+        var sets: [DiskSetRecord] = []
         /// The live entries, least recently used first, as positions in ``sets``; `nil` when
         /// the journal holds no remove or touch record (as a compacted one does), so that the
         /// live entries are ``sets`` in order once a repeated key's earlier records are left out.
@@ -81,7 +81,7 @@ struct _DiskJournal {
         var closedCleanly = true
 
         /// The key of `record`, validated as UTF-8 when the journal was read.
-        func key(_ record: _DiskSetRecord) -> String {
+        func key(_ record: DiskSetRecord) -> String {
             bytes.withUnsafeBufferPointer { buffer in
                 String(
                     decoding: UnsafeBufferPointer(
@@ -104,40 +104,40 @@ struct _DiskJournal {
 
     // MARK: Records
 
-    static func encode(_ record: _DiskRecord, into bytes: inout [UInt8]) {
+    static func encode(_ record: DiskRecord, into bytes: inout [UInt8]) {
         var payload: [UInt8] = []
         switch record {
         case .set(let key, let info):
             let keyBytes = Array(key.utf8)
             payload.append(1)
-            _DiskBytes.append(info.id, to: &payload)
-            _DiskBytes.append(UInt64(info.size), to: &payload)
+            DiskBytes.append(info.id, to: &payload)
+            DiskBytes.append(UInt64(info.size), to: &payload)
             payload.append(info.expiresAt == nil ? 0 : 1)
-            _DiskBytes.append((info.expiresAt?.timeIntervalSinceReferenceDate ?? 0).bitPattern, to: &payload)
-            _DiskBytes.append(UInt16(keyBytes.count), to: &payload)
+            DiskBytes.append((info.expiresAt?.timeIntervalSinceReferenceDate ?? 0).bitPattern, to: &payload)
+            DiskBytes.append(UInt16(keyBytes.count), to: &payload)
             payload += keyBytes
         case .remove(let id):
             payload.append(2)
-            _DiskBytes.append(id, to: &payload)
+            DiskBytes.append(id, to: &payload)
         case .touch(let ids):
             payload.append(3)
-            _DiskBytes.append(UInt16(ids.count), to: &payload)
-            for id in ids { _DiskBytes.append(id, to: &payload) }
+            DiskBytes.append(UInt16(ids.count), to: &payload)
+            for id in ids { DiskBytes.append(id, to: &payload) }
         case .closed:
             payload.append(4)
         case .reserve(let upTo):
             payload.append(5)
-            _DiskBytes.append(upTo, to: &payload)
+            DiskBytes.append(upTo, to: &payload)
         }
-        var crc = _CRC32C()
+        var crc = CRC32C()
         crc.update(payload)
-        _DiskBytes.append(UInt32(payload.count), to: &bytes)
-        _DiskBytes.append(crc.value, to: &bytes)
+        DiskBytes.append(UInt32(payload.count), to: &bytes)
+        DiskBytes.append(crc.value, to: &bytes)
         bytes += payload
     }
 
     /// The record in `reader`'s remaining bytes, or `nil` if they are not one.
-    static func decode(_ reader: inout _DiskBytes.Reader) -> _DiskRecord? {
+    static func decode(_ reader: inout DiskBytes.Reader) -> DiskRecord? {
         switch reader.read(UInt8.self) {
         case 1:
             guard let id = reader.read(UInt64.self), let size = reader.read(UInt64.self), size <= maximumValueLength,
@@ -150,7 +150,7 @@ struct _DiskJournal {
             let seconds = Double(bitPattern: deadline)
             guard seconds.isFinite else { return nil }
             let expiresAt = hasDeadline == 1 ? Date(timeIntervalSinceReferenceDate: seconds) : nil
-            return .set(key: key, info: _DiskEntryInfo(id: id, size: Int(size), expiresAt: expiresAt))
+            return .set(key: key, info: DiskEntryInfo(id: id, size: Int(size), expiresAt: expiresAt))
         case 2:
             guard let id = reader.read(UInt64.self), reader.remaining == 0 else { return nil }
             return .remove(id: id)
@@ -171,12 +171,12 @@ struct _DiskJournal {
 
     static func header(nextId: UInt64) -> [UInt8] {
         var bytes = magic
-        _DiskBytes.append(version, to: &bytes)
-        _DiskBytes.append(UInt16(0), to: &bytes)
-        _DiskBytes.append(nextId, to: &bytes)
-        var crc = _CRC32C()
+        DiskBytes.append(version, to: &bytes)
+        DiskBytes.append(UInt16(0), to: &bytes)
+        DiskBytes.append(nextId, to: &bytes)
+        var crc = CRC32C()
         crc.update(bytes[8...])
-        _DiskBytes.append(crc.value, to: &bytes)
+        DiskBytes.append(crc.value, to: &bytes)
         return bytes
     }
 
@@ -184,12 +184,12 @@ struct _DiskJournal {
 
     /// Appends `records` in one write. On failure the journal is as it was (or, if the failed
     /// write's bytes cannot be cut off, ``needsRewrite`` is set).
-    mutating func append(_ records: [_DiskRecord]) throws(CacheStoreError) {
+    mutating func append(_ records: [DiskRecord]) throws(CacheStoreError) {
         guard !records.isEmpty else { return }
         var bytes: [UInt8] = []
         for record in records { Self.encode(record, into: &bytes) }
         do {
-            try _DiskIO.write(
+            try DiskIO.write(
                 bytes,
                 to: descriptor,
                 at: length,
@@ -208,11 +208,11 @@ struct _DiskJournal {
     /// Replaces the journal with one listing `entries` (least recently used first), atomically
     /// and durably: a new file written, flushed, renamed over the old one, and the directory
     /// flushed. On failure the old journal stays in use.
-    mutating func rewrite(_ entries: [(key: String, info: _DiskEntryInfo)], nextId: UInt64) throws(CacheStoreError) {
+    mutating func rewrite(_ entries: [(key: String, info: DiskEntryInfo)], nextId: UInt64) throws(CacheStoreError) {
         let bytes = try Self.write(entries, nextId: nextId, paths: paths, faults: faults)
         // The old descriptor now names a removed file: nothing more may go there.
         needsRewrite = true
-        try _DiskIO.syncDirectory(paths.root)
+        try DiskIO.syncDirectory(paths.root)
         let replacement = open(paths.journal, O_RDWR | O_CLOEXEC)
         guard replacement >= 0 else { throw .ioFailure(path: paths.journal, operation: "open", errno: errno) }
         close(descriptor)
@@ -225,14 +225,14 @@ struct _DiskJournal {
     /// Writes a journal listing `entries` (least recently used first) in place of the one in
     /// `paths`, atomically (a new file written, flushed and renamed over it); returns its bytes.
     static func write(
-        _ entries: [(key: String, info: _DiskEntryInfo)],
+        _ entries: [(key: String, info: DiskEntryInfo)],
         nextId: UInt64,
-        paths: _DiskPaths,
-        faults: _DiskFaults
+        paths: DiskPaths,
+        faults: DiskFaults
     ) throws(CacheStoreError) -> [UInt8] {
         var bytes = header(nextId: nextId)
         for (key, info) in entries { encode(.set(key: key, info: info), into: &bytes) }
-        try _DiskIO.writeAtomically(
+        try DiskIO.writeAtomically(
             bytes,
             to: paths.journal,
             temporary: paths.journalTemporary,
@@ -258,24 +258,24 @@ struct _DiskJournal {
     /// A torn last record is cut off (and said so in the replay); anything else that is not a
     /// journal of this format throws, leaving the file as it is.
     static func openAndReplay(
-        _ paths: _DiskPaths,
-        faults: _DiskFaults
-    ) throws(CacheStoreError) -> (_DiskJournal, Replay) {
+        _ paths: DiskPaths,
+        faults: DiskFaults
+    ) throws(CacheStoreError) -> (DiskJournal, Replay) {
         var descriptor = open(paths.journal, O_RDWR | O_CLOEXEC)
         if descriptor < 0 {
             guard errno == ENOENT else { throw .ioFailure(path: paths.journal, operation: "open", errno: errno) }
             let header = header(nextId: 1)
-            try _DiskIO.writeAtomically(
+            try DiskIO.writeAtomically(
                 header,
                 to: paths.journal,
                 temporary: paths.journalTemporary,
                 target: .journal,
                 faults: faults
             )
-            try _DiskIO.syncDirectory(paths.root)
+            try DiskIO.syncDirectory(paths.root)
             descriptor = open(paths.journal, O_RDWR | O_CLOEXEC)
             guard descriptor >= 0 else { throw .ioFailure(path: paths.journal, operation: "open", errno: errno) }
-            let journal = _DiskJournal(
+            let journal = DiskJournal(
                 paths: paths,
                 faults: faults,
                 descriptor: descriptor,
@@ -294,16 +294,16 @@ struct _DiskJournal {
             }
             // The header first: a file that is not a journal costs no more than its first bytes.
             _ = try checkHeader(
-                try _DiskIO.read(paths.journal, upTo: min(Int(status.st_size), headerSize)),
+                try DiskIO.read(paths.journal, upTo: min(Int(status.st_size), headerSize)),
                 path: paths.journal
             )
-            let bytes = try _DiskIO.read(paths.journal, upTo: Int(status.st_size))
+            let bytes = try DiskIO.read(paths.journal, upTo: Int(status.st_size))
             var (replay, length, records) = try Self.replay(bytes, path: paths.journal)
             if replay.tornTail != nil, ftruncate(descriptor, off_t(length)) != 0 {
                 throw .ioFailure(path: paths.journal, operation: "ftruncate", errno: errno)
             }
             if replay.tornTail != nil { replay.closedCleanly = false }
-            let journal = _DiskJournal(
+            let journal = DiskJournal(
                 paths: paths,
                 faults: faults,
                 descriptor: descriptor,
@@ -321,11 +321,11 @@ struct _DiskJournal {
     /// (``rebuild(_:faults:byteLimit:damage:)``), its problems added to `problems`. A journal of
     /// a newer format is not damage: it throws, left as it is.
     static func openOrRebuild(
-        _ paths: _DiskPaths,
-        faults: _DiskFaults,
+        _ paths: DiskPaths,
+        faults: DiskFaults,
         byteLimit: Int,
         problems: inout [CacheStoreProblem]
-    ) throws(CacheStoreError) -> (_DiskJournal, Replay) {
+    ) throws(CacheStoreError) -> (DiskJournal, Replay) {
         // A missing journal beside entry files (deleted, or lost in a crash) is damage too: a new
         // empty journal would give out ids that those files still have.
         var damage: String?
@@ -365,7 +365,7 @@ struct _DiskJournal {
     ///
     /// - Throws: ``CacheStoreError/ioFailure(path:operation:errno:)`` when the directory exists
     ///   but cannot be listed.
-    static func entryIds(_ paths: _DiskPaths) throws(CacheStoreError) -> [(id: UInt64, temporary: Bool)] {
+    static func entryIds(_ paths: DiskPaths) throws(CacheStoreError) -> [(id: UInt64, temporary: Bool)] {
         guard let directory = opendir(paths.entries) else {
             if errno == ENOENT { return [] }
             throw .ioFailure(path: paths.entries, operation: "opendir", errno: errno)
@@ -404,8 +404,8 @@ struct _DiskJournal {
     /// - Throws: ``CacheStoreError/ioFailure(path:operation:errno:)`` if the damaged journal
     ///   cannot be kept, the entries cannot be listed or read, or the new journal written.
     static func rebuild(
-        _ paths: _DiskPaths,
-        faults: _DiskFaults,
+        _ paths: DiskPaths,
+        faults: DiskFaults,
         byteLimit: Int,
         damage: String
     ) throws(CacheStoreError) -> (problems: [CacheStoreProblem], nextId: UInt64) {
@@ -417,21 +417,21 @@ struct _DiskJournal {
         }
         // The damaged header's next id, where its checksum holds: ids below it may have been
         // given to files since removed.
-        let headerNextId = (try? checkHeader(_DiskIO.read(paths.journalDamaged, upTo: headerSize), path: "")) ?? 1
+        let headerNextId = (try? checkHeader(DiskIO.read(paths.journalDamaged, upTo: headerSize), path: "")) ?? 1
         var problems: [CacheStoreProblem] = []
-        var newest: [String: (id: UInt64, info: _DiskEntryInfo)] = [:]
+        var newest: [String: (id: UInt64, info: DiskEntryInfo)] = [:]
         var highestId: UInt64 = 0
         var unusable: [UInt64] = []
         for (id, temporary) in try entryIds(paths) {
             highestId = max(highestId, id)
             guard !temporary else { continue }
             let path = paths.entry(id)
-            switch try _DiskEntryFile.recover(path, byteLimit: byteLimit) {
+            switch try DiskEntryFile.recover(path, byteLimit: byteLimit) {
             case .failure(let damage):
                 unusable.append(id)
                 problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: damage.reason)))
             case .success(let entry):
-                let info = _DiskEntryInfo(id: id, size: entry.size, expiresAt: entry.expiresAt)
+                let info = DiskEntryInfo(id: id, size: entry.size, expiresAt: entry.expiresAt)
                 if let kept = newest[entry.key], kept.id > id {
                     unusable.append(id)
                 } else {
@@ -444,7 +444,7 @@ struct _DiskJournal {
         let entries = newest.map { (key: $0.key, info: $0.value.info) }.sorted { $0.info.id < $1.info.id }
         let nextId = max(highestId + 1, min(headerNextId, 1 << 62))
         _ = try write(entries, nextId: nextId, paths: paths, faults: faults)
-        try _DiskIO.syncDirectory(paths.root)
+        try DiskIO.syncDirectory(paths.root)
         let summary =
             "\(damage); the index was rebuilt from the entry files: \(entries.count) kept, "
             + "\(problems.count) damaged removed; the damaged journal is \(paths.journalDamaged)"
@@ -459,12 +459,12 @@ struct _DiskJournal {
             throw .corrupted(path: path, reason: "\(bytes.count) bytes, shorter than a journal's header")
         }
         guard bytes.starts(with: magic) else { throw .corrupted(path: path, reason: "not a DiskStore journal") }
-        var reader = _DiskBytes.Reader(bytes, from: magic.count)
+        var reader = DiskBytes.Reader(bytes, from: magic.count)
         let version = reader.read(UInt16.self)!
         let flags = reader.read(UInt16.self)!
         let headerNextId = reader.read(UInt64.self)!
         let headerCRC = reader.read(UInt32.self)!
-        var check = _CRC32C()
+        var check = CRC32C()
         check.update(bytes[8..<20])
         guard check.value == headerCRC else { throw .corrupted(path: path, reason: "its header is damaged") }
         if version > Self.version { throw .newerFormat(path: path, found: Int(version), supported: Int(Self.version)) }
@@ -482,7 +482,7 @@ struct _DiskJournal {
         // A set record takes at least 40 bytes.
         replay.sets.reserveCapacity(bytes.count / 40)
         // The remove and touch records, each with how many set records came before it.
-        var others: [(record: _DiskRecord, setsBefore: Int)] = []
+        var others: [(record: DiskRecord, setsBefore: Int)] = []
         var offset = headerSize
         var records = 0
         // `withUnsafeBytes` rethrows untyped errors: the failure is returned instead.
@@ -532,7 +532,7 @@ struct _DiskJournal {
                     replay.nextId = max(replay.nextId, set.info.id &+ 1)
                     replay.closedCleanly = false
                 } else {
-                    var payloadReader = _DiskBytes.Reader(bytes, from: offset + 8, to: offset + 8 + length)
+                    var payloadReader = DiskBytes.Reader(bytes, from: offset + 8, to: offset + 8 + length)
                     guard let record = decode(&payloadReader) else {
                         return .corrupted(path: path, reason: "the record at offset \(offset) is not understood")
                     }
@@ -574,7 +574,7 @@ struct _DiskJournal {
 
     /// The set record whose payload is `payload`, which starts at `start` in the journal, or
     /// `nil` if it is not a valid one.
-    private static func setRecord(_ payload: UnsafeRawBufferPointer, at start: Int) -> _DiskSetRecord? {
+    private static func setRecord(_ payload: UnsafeRawBufferPointer, at start: Int) -> DiskSetRecord? {
         // Type (1), id (8), value length (8), has deadline (1), deadline (8), key length (2).
         let fixed = 28
         guard payload.count > fixed else { return nil }
@@ -590,10 +590,10 @@ struct _DiskJournal {
         else { return nil }
         let key = UnsafeRawBufferPointer(rebasing: payload[fixed...])
         guard isUTF8(key) else { return nil }
-        return _DiskSetRecord(
+        return DiskSetRecord(
             keyStart: start + fixed,
             keyLength: keyLength,
-            info: _DiskEntryInfo(
+            info: DiskEntryInfo(
                 id: id,
                 size: Int(size),
                 expiresAt: hasDeadline == 1 ? Date(timeIntervalSinceReferenceDate: seconds) : nil
@@ -610,7 +610,7 @@ struct _DiskJournal {
     /// The live entries of a journal holding remove or touch records (`others`), least recently
     /// used first, as positions in `replay.sets`: a set makes its key's entry live (its earlier
     /// one dead), a remove kills the entry with its id, a touch makes its entry the most recent.
-    static func liveEntries(_ replay: Replay, others: [(record: _DiskRecord, setsBefore: Int)]) -> [Int] {
+    static func liveEntries(_ replay: Replay, others: [(record: DiskRecord, setsBefore: Int)]) -> [Int] {
         let sets = replay.sets
         // The stamp of each set record's entry, larger for more recent use; -1 once dead.
         var stamps = [Int](repeating: -1, count: sets.count)
@@ -656,8 +656,8 @@ struct _DiskJournal {
 }
 
 /// A set record of a replayed journal: where its key lies in the journal's bytes, and its entry.
-struct _DiskSetRecord {
+struct DiskSetRecord {
     var keyStart: Int
     var keyLength: Int
-    var info: _DiskEntryInfo
+    var info: DiskEntryInfo
 }

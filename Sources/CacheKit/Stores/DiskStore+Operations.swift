@@ -21,8 +21,8 @@ extension DiskStore {
         // once; the index then names another file (or none), and the read starts again.
         for _ in 0..<8 {
             let now = clock.now()
-            var after = _DiskAftermath()
-            let found = try withState { state throws(CacheStoreError) -> _DiskEntryInfo? in
+            var after = DiskAftermath()
+            let found = try withState { state throws(CacheStoreError) -> DiskEntryInfo? in
                 try state.checkOpen()
                 guard let info = state.index.peekValue(forKey: key) else { return nil }
                 if let deadline = info.expiresAt, deadline <= now {
@@ -39,7 +39,7 @@ extension DiskStore {
             let path = paths.entry(info.id)
             let damage: CacheStoreError
             do {
-                switch try _DiskEntryFile.read(path, key: key, size: info.size) {
+                switch try DiskEntryFile.read(path, key: key, size: info.size) {
                 case .success(let value): return StoredEntry(value: value, expiresAt: info.expiresAt)
                 case .failure(let failure): damage = .corrupted(path: path, reason: failure.reason)
                 }
@@ -47,7 +47,7 @@ extension DiskStore {
                 guard case .ioFailure(_, "open", ENOENT) = error else { throw error }
                 damage = .corrupted(path: path, reason: "the entry file is missing")
             }
-            var report = _DiskAftermath()
+            var report = DiskAftermath()
             let dropped = withState { state -> Bool in
                 guard !state.isClosed, state.index.peekValue(forKey: key)?.id == info.id else { return false }
                 do throws(CacheStoreError) {
@@ -85,7 +85,7 @@ extension DiskStore {
             let seconds = date.timeIntervalSinceReferenceDate
             return seconds.isFinite ? date : (seconds == .infinity ? nil : .distantPast)
         }
-        var after = _DiskAftermath()
+        var after = DiskAftermath()
         guard value.count <= byteLimit else {
             let failure = withState { state -> CacheStoreError? in
                 do throws(CacheStoreError) {
@@ -105,8 +105,8 @@ extension DiskStore {
         }
         var failure: CacheStoreError?
         do {
-            try _DiskIO.writeAtomically(
-                _DiskEntryFile.encode(value, key: key, expiresAt: expiresAt),
+            try DiskIO.writeAtomically(
+                DiskEntryFile.encode(value, key: key, expiresAt: expiresAt),
                 to: paths.entry(id),
                 temporary: paths.entryTemporary(id),
                 target: .entryFile,
@@ -116,7 +116,7 @@ extension DiskStore {
         } catch {
             failure = error
         }
-        let info = _DiskEntryInfo(id: id, size: value.count, expiresAt: expiresAt)
+        let info = DiskEntryInfo(id: id, size: value.count, expiresAt: expiresAt)
         let result = withState { state in
             state.commit(key, info, generation: generation, failure: failure, into: &after)
         }
@@ -132,7 +132,7 @@ extension DiskStore {
     public func removeEntry(forKey key: String) async throws(CacheStoreError) -> Bool {
         try Self.validate(key: key)
         let now = clock.now()
-        var after = _DiskAftermath()
+        var after = DiskAftermath()
         let removed = try withState { state throws(CacheStoreError) in
             try state.checkOpen()
             return try state.drop(key, into: &after)
@@ -149,7 +149,7 @@ extension DiskStore {
     ///   written; the entries are then kept.
     /// - Complexity: O(1) under the lock, plus writing and flushing a new journal.
     public func removeAll() async throws(CacheStoreError) {
-        var after = _DiskAftermath()
+        var after = DiskAftermath()
         try withState { state throws(CacheStoreError) in
             try state.checkOpen()
             try state.journal.rewrite([], nextId: max(state.nextId, state.reservedUpTo))
@@ -158,7 +158,7 @@ extension DiskStore {
             _ = state.removals.take()
             state.generation += 1
             let removed =
-                paths.root + "/" + _DiskPaths.removingPrefix + String(UInt64.random(in: 1...UInt64.max), radix: 16)
+                paths.root + "/" + DiskPaths.removingPrefix + String(UInt64.random(in: 1...UInt64.max), radix: 16)
             let renamed = rename(paths.entries, removed) == 0
             let error = errno
             if renamed {
@@ -175,7 +175,7 @@ extension DiskStore {
                     )
                 )
             }
-            try _DiskIO.makeDirectory(paths.entries)
+            try DiskIO.makeDirectory(paths.entries)
         }
         finish(after)
     }

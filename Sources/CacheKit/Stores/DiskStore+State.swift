@@ -8,10 +8,10 @@ import Musl
 
 /// The entries a ``DiskStore``'s index removed during one call (replaced, evicted), as its
 /// removal handler hears them.
-final class _DiskRemovals {
-    var removed: [CacheRemoval<String, _DiskEntryInfo>] = []
+final class DiskRemovals {
+    var removed: [CacheRemoval<String, DiskEntryInfo>] = []
 
-    func take() -> [CacheRemoval<String, _DiskEntryInfo>] {
+    func take() -> [CacheRemoval<String, DiskEntryInfo>] {
         defer { removed = [] }
         return removed
     }
@@ -19,23 +19,23 @@ final class _DiskRemovals {
 
 /// What a ``DiskStore`` does once its lock is released: entry files to remove, problems to
 /// report, work to start.
-struct _DiskAftermath {
+struct DiskAftermath {
     var unlink: [UInt64] = []
     var problems: [CacheStoreProblem] = []
 }
 
 /// A ``DiskStore``'s state, changed only under its lock. Its methods change the index and the
 /// journal together, journal first, and return what must happen after unlocking in a
-/// ``_DiskAftermath``: no file is removed and no problem reported while the lock is held.
-struct _DiskStoreState {
+/// ``DiskAftermath``: no file is removed and no problem reported while the lock is held.
+struct DiskStoreState {
     /// Reads between two touch records in the journal.
     static let touchBatch = 64
     /// Ids reserved in the journal at a time.
     static let reservation: UInt64 = 1_024
 
-    let index: SerialCache<String, _DiskEntryInfo>
-    let removals = _DiskRemovals()
-    var journal: _DiskJournal
+    let index: SerialCache<String, DiskEntryInfo>
+    let removals = DiskRemovals()
+    var journal: DiskJournal
     var nextId: UInt64
     /// The journal allows ids below this one: ``allocateId()`` journals a new reserve before
     /// giving out an id at or above it.
@@ -54,7 +54,7 @@ struct _DiskStoreState {
     var closing: Task<Void, Never>?
 
     init(
-        journal: _DiskJournal,
+        journal: DiskJournal,
         nextId: UInt64,
         locks: [Int32],
         countLimit: Int,
@@ -84,7 +84,7 @@ struct _DiskStoreState {
     /// A journal of set records only (a compacted one, and what was appended to it before any
     /// remove or read was journaled) goes straight into the index in its order. Should a key
     /// turn out to repeat, the index is emptied and filled again with each key's last record.
-    mutating func load(_ replay: _DiskJournal.Replay, now: Date, into after: inout _DiskAftermath) {
+    mutating func load(_ replay: DiskJournal.Replay, now: Date, into after: inout DiskAftermath) {
         var dropped = false
         // Fills the index with the records at `positions`; returns `false` at once, in a journal
         // of set records only (`direct`), at a key already in the index.
@@ -138,7 +138,7 @@ struct _DiskStoreState {
 
     /// Appends `records` to the journal, first rewriting it if an earlier failure left it
     /// behind the index.
-    mutating func log(_ records: [_DiskRecord]) throws(CacheStoreError) {
+    mutating func log(_ records: [DiskRecord]) throws(CacheStoreError) {
         if journal.needsRewrite { try compact() }
         try journal.append(records)
     }
@@ -163,7 +163,7 @@ struct _DiskStoreState {
     }
 
     /// Compacts the journal if it is long; a failure is reported, the journal stays as it is.
-    mutating func compactIfLong(into after: inout _DiskAftermath) {
+    mutating func compactIfLong(into after: inout DiskAftermath) {
         guard isJournalLong else { return }
         do { try compact() } catch { after.problems.append(CacheStoreProblem(key: nil, error: error)) }
     }
@@ -192,11 +192,11 @@ struct _DiskStoreState {
     /// Journals what the index removed during this call (evictions; a replaced entry needs no
     /// record, the new one's says it) and has their files removed. A failed record leaves the
     /// journal to be rewritten from the index before the next append.
-    mutating func journalRemovals(into after: inout _DiskAftermath) {
+    mutating func journalRemovals(into after: inout DiskAftermath) {
         let removed = removals.take()
         guard !removed.isEmpty else { return }
         after.unlink += removed.map(\.value.id)
-        let records = removed.filter { $0.reason != .replaced }.map { _DiskRecord.remove(id: $0.value.id) }
+        let records = removed.filter { $0.reason != .replaced }.map { DiskRecord.remove(id: $0.value.id) }
         do {
             try log(records)
         } catch {
@@ -210,9 +210,9 @@ struct _DiskStoreState {
     mutating func drop(
         _ key: String,
         id: UInt64? = nil,
-        into after: inout _DiskAftermath
+        into after: inout DiskAftermath
     ) throws(CacheStoreError)
-        -> _DiskEntryInfo?
+        -> DiskEntryInfo?
     {
         guard let info = index.peekValue(forKey: key), id == nil || info.id == id else { return nil }
         try log([.remove(id: info.id)])
@@ -228,10 +228,10 @@ struct _DiskStoreState {
     /// overtook (`generation` is old) counts as done and removed.
     mutating func commit(
         _ key: String,
-        _ info: _DiskEntryInfo,
+        _ info: DiskEntryInfo,
         generation: UInt64,
         failure: CacheStoreError?,
-        into after: inout _DiskAftermath
+        into after: inout DiskAftermath
     ) -> Result<Void, CacheStoreError> {
         if isClosed {
             after.unlink.append(info.id)
@@ -265,7 +265,7 @@ struct _DiskStoreState {
         try? log([.closed])
         journal.sync()
         journal.closeFile()
-        for lock in lockDescriptors { _StoreLock.release(lock) }
+        for lock in lockDescriptors { StoreLock.release(lock) }
         lockDescriptors = []
     }
 }

@@ -99,11 +99,11 @@ public final class DiskStore: CacheStore {
     /// The most bytes of values the store holds.
     public let byteLimit: Int
 
-    let paths: _DiskPaths
+    let paths: DiskPaths
     let clock: WallClock
     let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
     /// Makes writes fail on purpose, for the package's tests; not API.
-    package let faults: _DiskFaults
+    package let faults: DiskFaults
     /// What a returned write survives (see Durability).
     public let durability: Durability
 
@@ -117,7 +117,7 @@ public final class DiskStore: CacheStore {
         /// flushed (`fsync`) before the rename, which costs the write a disk flush.
         case powerLoss
     }
-    let state: _Mutex<_DiskStoreState>
+    let state: _Mutex<DiskStoreState>
 
     /// Opens the store in `directory`, creating it if needed, and replays its journal.
     ///
@@ -152,25 +152,25 @@ public final class DiskStore: CacheStore {
     ) async throws(CacheStoreError) {
         precondition(countLimit >= 0, "DiskStore: countLimit must not be negative")
         precondition(byteLimit > 0, "DiskStore: byteLimit must be positive")
-        let paths = _DiskPaths(directory: directory)
-        let faults = _DiskFaults()
-        try _DiskIO.makeDirectory(paths.root)
-        let fileLock = try _StoreLock.acquire(paths.lock, owner: paths.root)
+        let paths = DiskPaths(directory: directory)
+        let faults = DiskFaults()
+        try DiskIO.makeDirectory(paths.root)
+        let fileLock = try StoreLock.acquire(paths.lock, owner: paths.root)
         let directoryLock: Int32
         do throws(CacheStoreError) {
-            directoryLock = try _StoreLock.acquireDirectory(paths.root, owner: paths.root)
+            directoryLock = try StoreLock.acquireDirectory(paths.root, owner: paths.root)
         } catch {
-            _StoreLock.release(fileLock)
+            StoreLock.release(fileLock)
             throw error
         }
         let locks = [fileLock, directoryLock]
-        var after = _DiskAftermath()
-        var opened: _DiskStoreState
-        let replay: _DiskJournal.Replay
+        var after = DiskAftermath()
+        var opened: DiskStoreState
+        let replay: DiskJournal.Replay
         do throws(CacheStoreError) {
-            try _DiskIO.makeDirectory(paths.entries)
-            let journal: _DiskJournal
-            (journal, replay) = try _DiskJournal.openOrRebuild(
+            try DiskIO.makeDirectory(paths.entries)
+            let journal: DiskJournal
+            (journal, replay) = try DiskJournal.openOrRebuild(
                 paths,
                 faults: faults,
                 byteLimit: byteLimit,
@@ -179,7 +179,7 @@ public final class DiskStore: CacheStore {
             if let torn = replay.tornTail {
                 after.problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: paths.journal, reason: torn)))
             }
-            opened = _DiskStoreState(
+            opened = DiskStoreState(
                 journal: journal,
                 nextId: replay.nextId,
                 locks: locks,
@@ -189,7 +189,7 @@ public final class DiskStore: CacheStore {
             )
             opened.load(replay, now: clock.now(), into: &after)
         } catch {
-            for lock in locks { _StoreLock.release(lock) }
+            for lock in locks { StoreLock.release(lock) }
             throw error
         }
         let sweep = !replay.closedCleanly
@@ -205,7 +205,7 @@ public final class DiskStore: CacheStore {
         self.faults = faults
         self.durability = durability
         self.state = _Mutex(opened)
-        let removed = _DiskIO.names(in: paths.root).filter { $0.hasPrefix(_DiskPaths.removingPrefix) }
+        let removed = DiskIO.names(in: paths.root).filter { $0.hasPrefix(DiskPaths.removingPrefix) }
         withState { state in
             startInBackground(&state) { [paths, problemHandler] in
                 for name in removed { Self.removeTree(paths.root + "/" + name, problemHandler: problemHandler) }
@@ -255,13 +255,13 @@ public final class DiskStore: CacheStore {
     }
 
     /// Runs `body` with the state while holding the lock.
-    func withState<R: Sendable, E: Error>(_ body: (inout _DiskStoreState) throws(E) -> R) throws(E) -> R {
+    func withState<R: Sendable, E: Error>(_ body: (inout DiskStoreState) throws(E) -> R) throws(E) -> R {
         try state.withLock { state throws(E) -> R in try body(&state) }
     }
 
     /// Runs `work` in a task of its own, which ``close()`` awaits and which forgets itself when
     /// done. Called under the lock.
-    func startInBackground(_ state: inout _DiskStoreState, _ work: @escaping @Sendable () -> Void) {
+    func startInBackground(_ state: inout DiskStoreState, _ work: @escaping @Sendable () -> Void) {
         let number = state.backgroundStarted
         state.backgroundStarted += 1
         state.background[number] = Task.detached { [weak self] in
@@ -273,7 +273,7 @@ public final class DiskStore: CacheStore {
     // MARK: After the lock
 
     /// Removes the files `after` names and reports its problems. Called without the lock.
-    func finish(_ after: _DiskAftermath) {
+    func finish(_ after: DiskAftermath) {
         var problems = after.problems
         for id in after.unlink where unlink(paths.entry(id)) != 0 && errno != ENOENT {
             problems.append(
@@ -287,7 +287,7 @@ public final class DiskStore: CacheStore {
     /// Deletes an entry directory that `removeAll()` renamed away, reporting a failure.
     static func removeTree(_ path: String, problemHandler: (@Sendable (CacheStoreProblem) -> Void)?) {
         do {
-            try _DiskIO.removeTree(path)
+            try DiskIO.removeTree(path)
         } catch {
             problemHandler?(CacheStoreProblem(key: nil, error: error))
         }
@@ -296,9 +296,9 @@ public final class DiskStore: CacheStore {
     /// Deletes the entry files and temporary files that a crash left behind: those with an id
     /// below `nextId` (ids at or above it belong to writes of this run) that no entry has.
     /// Their ids are never given out again, so no entry can come to need them.
-    static func removeUnlisted(_ paths: _DiskPaths, live: Set<UInt64>, below nextId: UInt64) {
+    static func removeUnlisted(_ paths: DiskPaths, live: Set<UInt64>, below nextId: UInt64) {
         // A listing that fails leaves the files to a later sweep.
-        for (id, temporary) in (try? _DiskJournal.entryIds(paths)) ?? [] where id < nextId {
+        for (id, temporary) in (try? DiskJournal.entryIds(paths)) ?? [] where id < nextId {
             if temporary {
                 unlink(paths.entryTemporary(id))
             } else if !live.contains(id) {

@@ -33,7 +33,7 @@ extension StoreCodec where Value: Codable & Sendable {
         StoreCodec(
             encode: { try JSONEncoder().encode($0) },
             decode: { bytes in
-                try _PayloadCheck.checkJSON(bytes)
+                try PayloadCheck.checkJSON(bytes)
                 return try JSONDecoder().decode(Value.self, from: bytes)
             }
         )
@@ -50,7 +50,7 @@ extension StoreCodec where Value: Codable & Sendable {
                 return try encoder.encode([value])
             },
             decode: { bytes in
-                try _PayloadCheck.checkBinaryPropertyList(bytes)
+                try PayloadCheck.checkBinaryPropertyList(bytes)
                 let values = try PropertyListDecoder().decode([Value].self, from: bytes)
                 guard values.count == 1 else {
                     throw DecodingError.dataCorrupted(

@@ -8,7 +8,7 @@ import Synchronization
 /// stored only if the stamp is still current after storing; otherwise it removes its copy. An
 /// event first advances the count, then drops memory. Whichever of the two comes second removes
 /// the copy, so no copy from before an event outlives it.
-final class _Coherence: Sendable {
+final class Coherence: Sendable {
     /// `count << 1 | suspended`. Starts suspended: the store's first call says otherwise.
     private let word = Atomic<UInt64>(1)
     private let invalidated = Atomic<Int>(0)

@@ -80,11 +80,11 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     let cost: (@Sendable (Value) -> Int)?
     let problemHandler: (@Sendable (CacheStoreProblem) -> Void)?
     /// Serializes the writes and removals of each key across both levels.
-    let keyLock = _KeyedLock<Key>()
+    let keyLock = KeyedLock<Key>()
     @usableFromInline let state = _Mutex(_TierState<Key, Value>())
-    let _triggers = _Triggers()
+    let _triggers = Triggers()
     /// Over an ``InvalidatingCacheStore``: how far memory can be trusted, and the handler's token.
-    let coherence: _Coherence?
+    let coherence: Coherence?
     let invalidationToken: CacheStoreInvalidationToken?
 
     /// Creates a tiered cache over `store`.
@@ -139,7 +139,7 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         self.cost = cost
         self.problemHandler = problemHandler
         if let shared = store as? any InvalidatingCacheStore {
-            let coherence = _Coherence()
+            let coherence = Coherence()
             let memory = self.memory
             let decode = keys.decode
             self.coherence = coherence

@@ -34,8 +34,8 @@ public final class RedisClient: Sendable {
         /// No connection; after `failures` failed attempts in a row, the next one may start at
         /// `retryAt`.
         case idle(failures: Int, retryAt: ContinuousClock.Instant?, lastError: RedisError?)
-        case connecting(Task<Result<_RedisConnection, RedisError>, Never>)
-        case connected(_RedisConnection)
+        case connecting(Task<Result<RedisConnection, RedisError>, Never>)
+        case connected(RedisConnection)
     }
 
     private struct State {
@@ -45,8 +45,8 @@ public final class RedisClient: Sendable {
     }
 
     private enum Acquisition {
-        case use(_RedisConnection)
-        case wait(Task<Result<_RedisConnection, RedisError>, Never>)
+        case use(RedisConnection)
+        case wait(Task<Result<RedisConnection, RedisError>, Never>)
         case fail(RedisError)
     }
 
@@ -77,8 +77,8 @@ public final class RedisClient: Sendable {
     public func close() async {
         let (connections, tasks) = state.withLock { state in
             state.isClosed = true
-            var connections: [_RedisConnection] = []
-            var tasks: [Task<Result<_RedisConnection, RedisError>, Never>] = []
+            var connections: [RedisConnection] = []
+            var tasks: [Task<Result<RedisConnection, RedisError>, Never>] = []
             for slot in state.slots {
                 switch slot {
                 case .connected(let connection): connections.append(connection)
@@ -103,7 +103,7 @@ public final class RedisClient: Sendable {
         // A client dropped without `close()` still closes its connections (a connection being opened
         // holds the client, so none is).
         let connections = state.withLock { state in
-            state.slots.compactMap { slot -> _RedisConnection? in
+            state.slots.compactMap { slot -> RedisConnection? in
                 if case .connected(let connection) = slot { return connection }
                 return nil
             }
@@ -115,7 +115,7 @@ public final class RedisClient: Sendable {
 
     // MARK: The pool
 
-    private func acquire() async throws(RedisError) -> _RedisConnection {
+    private func acquire() async throws(RedisError) -> RedisConnection {
         let now = ContinuousClock.now
         let acquisition = state.withLock { state -> Acquisition in
             guard !state.isClosed else { return .fail(.closed) }
@@ -157,9 +157,9 @@ public final class RedisClient: Sendable {
         }
     }
 
-    private func startConnecting(slot index: Int, failures: Int) -> Task<Result<_RedisConnection, RedisError>, Never> {
+    private func startConnecting(slot index: Int, failures: Int) -> Task<Result<RedisConnection, RedisError>, Never> {
         Task { [configuration] in
-            let result = await _RedisConnection.open(configuration)
+            let result = await RedisConnection.open(configuration)
             return await self.finishConnecting(slot: index, failures: failures, result: result)
         }
     }
@@ -167,8 +167,8 @@ public final class RedisClient: Sendable {
     private func finishConnecting(
         slot index: Int,
         failures: Int,
-        result: Result<_RedisConnection, RedisError>
-    ) async -> Result<_RedisConnection, RedisError> {
+        result: Result<RedisConnection, RedisError>
+    ) async -> Result<RedisConnection, RedisError> {
         let backoff = configuration.reconnectBackoff
         let isClosed = state.withLock { state in
             guard !state.isClosed else { return true }

@@ -51,7 +51,7 @@ public final class RedisPushConnection: Sendable {
     public let events: AsyncStream<RedisPushEvent>
 
     private struct State {
-        var connection: _RedisConnection?
+        var connection: RedisConnection?
         var runner: Task<Void, Never>?
         var isClosed = false
     }
@@ -124,7 +124,7 @@ public final class RedisPushConnection: Sendable {
                 if isClosed { break }
             }
             let emit = emit
-            let opened = await _RedisConnection.open(configuration) { value in
+            let opened = await RedisConnection.open(configuration) { value in
                 emit(Self.event(for: value))
             }
             guard case .success(let connection) = opened else {
@@ -162,7 +162,7 @@ public final class RedisPushConnection: Sendable {
         }
     }
 
-    private func runSetup(on connection: _RedisConnection) async -> Bool {
+    private func runSetup(on connection: RedisConnection) async -> Bool {
         for command in setup {
             guard let name = command.first else { continue }
             do {
@@ -175,7 +175,7 @@ public final class RedisPushConnection: Sendable {
     }
 
     /// Pings until the connection is lost; returns why.
-    private func watch(_ connection: _RedisConnection) async -> RedisError {
+    private func watch(_ connection: RedisConnection) async -> RedisError {
         while true {
             if let reason = await connection.waitForClose(timeout: pingInterval) { return reason }
             if isClosed { return .closed }

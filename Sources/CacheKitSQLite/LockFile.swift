@@ -8,7 +8,7 @@ import CacheKit
 import Foundation
 
 /// An exclusive, non-blocking `flock` on a file, released by ``release()`` or when the process ends.
-final class _LockFile {
+final class LockFile {
     /// The lock file's path.
     let path: String
     private var descriptor: Int32
@@ -17,7 +17,7 @@ final class _LockFile {
     /// another owner holds it.
     init(path: String, owner: String) throws(CacheStoreError) {
         self.path = path
-        descriptor = try _StoreLock.acquire(path, owner: owner)
+        descriptor = try StoreLock.acquire(path, owner: owner)
     }
 
     deinit { release() }
@@ -25,7 +25,7 @@ final class _LockFile {
     /// Releases the lock; harmless when already released.
     func release() {
         guard descriptor >= 0 else { return }
-        _StoreLock.release(descriptor)
+        StoreLock.release(descriptor)
         descriptor = -1
     }
 }

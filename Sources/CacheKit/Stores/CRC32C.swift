@@ -4,7 +4,7 @@ import _CacheKitShims
 /// CRC-32C (Castagnoli) of the bytes passed to `update`: the checksum of the disk store's files.
 /// The CPU's CRC-32C instruction computes it where there is one, several bytes per cycle, so
 /// checking a value costs little beside reading it.
-package struct _CRC32C {
+package struct CRC32C {
     private var state: UInt32 = 0
 
     /// An empty checksum.
@@ -23,7 +23,7 @@ package struct _CRC32C {
     }
 }
 
-extension _CRC32C {
+extension CRC32C {
     /// The checksum of a whole value: CRC-32C over four interleaved lanes, then over the lanes'
     /// values and the tail (`_cachekit_checksum`), three times as fast as one chain on large
     /// values and as sure to catch damage.

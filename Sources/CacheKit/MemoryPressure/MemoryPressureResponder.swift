@@ -6,16 +6,16 @@
 /// `purgeEvictableItems`), conforms by doing that in ``_respondToMemoryPressure(_:at:)`` when the
 /// action is `nil` (or for an action case of its own), and gets its public `respond(to:at:with:)`
 /// from ``_subscribe(to:at:with:)``.
-protocol _MemoryPressureResponder: AnyObject {
+protocol MemoryPressureResponder: AnyObject {
     /// Frees memory as `action` says; `nil` means the cache's own default (for `Cache`, its
     /// `memoryPressureAction`). `level` is the level the monitor reported.
     func _respondToMemoryPressure(_ action: MemoryPressureAction?, at level: MemoryPressureLevel)
 
     /// Tokens cancelled when the cache is deinitialized (its expiration triggers' list).
-    var _triggers: _Triggers { get }
+    var _triggers: Triggers { get }
 }
 
-extension _MemoryPressureResponder {
+extension MemoryPressureResponder {
     /// Subscribes this cache to `monitor`: `action` runs on each rise to `level` or higher, until
     /// the subscription is cancelled or the cache is deinitialized.
     ///
@@ -27,9 +27,9 @@ extension _MemoryPressureResponder {
     ) -> MemoryPressureSubscription {
         // Held weakly and type-erased: the subscription must neither keep the cache alive nor
         // capture the cache's type.
-        let cache = _WeakBox<AnyObject>(self)
+        let cache = WeakBox<AnyObject>(self)
         let subscription = monitor.subscribe(at: level) { reported in
-            (cache.object as? any _MemoryPressureResponder)?._respondToMemoryPressure(action, at: reported)
+            (cache.object as? any MemoryPressureResponder)?._respondToMemoryPressure(action, at: reported)
         }
         _triggers.add(subscription._token)
         return subscription

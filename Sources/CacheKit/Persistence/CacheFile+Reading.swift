@@ -10,7 +10,7 @@ import Musl
 /// in it is trusted, and the payload is read in bounded chunks into one buffer of the size the
 /// header announces and the file holds. However large a file claims to be or is, `load()`
 /// allocates at most the header (278 bytes) and that payload, which it then decodes.
-extension _CacheFile {
+extension CacheFile {
     /// The largest payload length a header may announce: 2^48 bytes (256 TiB), more than any
     /// file a cache saves. A larger value is a damaged length field, not a truncated file.
     static let largestPlausiblePayload: UInt64 = 1 << 48
@@ -64,7 +64,7 @@ extension _CacheFile {
         )
 
         var payload = Data(count: header.payloadLength)
-        var crc = _CRC32()
+        var crc = CRC32()
         crc.update(headerBytes[8..<(19 + header.identifierCount)])
         var done = 0
         while done < header.payloadLength {

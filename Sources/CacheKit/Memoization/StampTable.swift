@@ -1,13 +1,13 @@
 /// The times a function on a ``MemoStorage`` stored its results, on its own timeline, for a
-/// storage that hands results back without them (see `_MemoStorageBacking`).
+/// storage that hands results back without them (see `MemoStorageBacking`).
 ///
 /// Bounded: past `capacity` stamps, the oldest is dropped. From then on the table cannot tell a
 /// result whose stamp it dropped (possibly stored long ago) from one it never stamped, so it
 /// reports every result without a stamp as of unknown age, which the function treats as
 /// expired: a run more, never a stale result. `removeAll` starts afresh. Every mutation returns
-/// what it removed (`_StampGarbage`), for the caller to release after unlocking: keys hold the
+/// what it removed (`StampGarbage`), for the caller to release after unlocking: keys hold the
 /// user's arguments, whose deinitializers must not run under the lock.
-struct _StampTable: Sendable {
+struct StampTable: Sendable {
     /// A stamp: its time, and its number, which tells it from an earlier stamp of the same key.
     struct Stamp: Sendable {
         var time: Int64
@@ -34,15 +34,15 @@ struct _StampTable: Sendable {
     /// When the result stored under `key` was computed, as far as this table knows: its stamp;
     /// else, while no stamp has been dropped, `now` (the first time it is asked), which becomes
     /// its stamp; else `nil`, unknown (its stamp may have been dropped).
-    mutating func time(of key: MemoKey, now: Int64) -> (time: Int64?, garbage: _StampGarbage) {
-        if let stamp = entries[key] { return (stamp.time, _StampGarbage()) }
-        guard watermark == nil else { return (nil, _StampGarbage()) }
+    mutating func time(of key: MemoKey, now: Int64) -> (time: Int64?, garbage: StampGarbage) {
+        if let stamp = entries[key] { return (stamp.time, StampGarbage()) }
+        guard watermark == nil else { return (nil, StampGarbage()) }
         return (now, stamp(key, at: now))
     }
 
     /// Stamps `key` with `time`, replacing its stamp.
-    mutating func stamp(_ key: MemoKey, at time: Int64) -> _StampGarbage {
-        var garbage = _StampGarbage()
+    mutating func stamp(_ key: MemoKey, at time: Int64) -> StampGarbage {
+        var garbage = StampGarbage()
         nextNumber &+= 1
         let stamp = Stamp(time: time, number: nextNumber)
         entries[key] = stamp
@@ -75,19 +75,19 @@ struct _StampTable: Sendable {
 
     /// Forgets the stamp of `key`, if it is `time` (or whatever it is, for `nil`): a call that
     /// removes an expired result must not forget the stamp of a newer one stored meanwhile.
-    mutating func forget(_ key: MemoKey, ifStampedAt time: Int64?) -> _StampGarbage {
+    mutating func forget(_ key: MemoKey, ifStampedAt time: Int64?) -> StampGarbage {
         guard let index = entries.index(forKey: key), time == nil || entries[index].value.time == time else {
-            return _StampGarbage()
+            return StampGarbage()
         }
-        var garbage = _StampGarbage()
+        var garbage = StampGarbage()
         // The dictionary's own key goes out too: it may hold the last reference.
         garbage.removed.append(entries.remove(at: index))
         return garbage
     }
 
     /// Forgets every stamp (and the watermark: what was stored before is gone).
-    mutating func removeAll() -> _StampGarbage {
-        var garbage = _StampGarbage()
+    mutating func removeAll() -> StampGarbage {
+        var garbage = StampGarbage()
         garbage.table = entries
         garbage.order = order
         entries = [:]
@@ -98,12 +98,12 @@ struct _StampTable: Sendable {
     }
 }
 
-/// What a `_StampTable` mutation removed: released by whoever receives it, outside the lock.
-struct _StampGarbage: Sendable {
-    var entries: [(key: MemoKey, stamp: _StampTable.Stamp)] = []
-    var removed: [(key: MemoKey, value: _StampTable.Stamp)] = []
-    var order: [(key: MemoKey, stamp: _StampTable.Stamp)?] = []
-    var table: [MemoKey: _StampTable.Stamp] = [:]
+/// What a `StampTable` mutation removed: released by whoever receives it, outside the lock.
+struct StampGarbage: Sendable {
+    var entries: [(key: MemoKey, stamp: StampTable.Stamp)] = []
+    var removed: [(key: MemoKey, value: StampTable.Stamp)] = []
+    var order: [(key: MemoKey, stamp: StampTable.Stamp)?] = []
+    var table: [MemoKey: StampTable.Stamp] = [:]
 
     init() {}
 }

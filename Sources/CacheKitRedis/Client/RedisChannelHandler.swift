@@ -11,7 +11,7 @@ import NIOCore
 /// Every member is used on the channel's event loop only (hence `@unchecked Sendable`: the
 /// connection reaches it through `eventLoop.execute`). Promises are completed from here, where no
 /// lock is held.
-final class _RedisChannelHandler: ChannelInboundHandler, @unchecked Sendable {
+final class RedisChannelHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -35,7 +35,7 @@ final class _RedisChannelHandler: ChannelInboundHandler, @unchecked Sendable {
 
     let eventLoop: any EventLoop
     private let onPush: @Sendable (RESPValue) -> Void
-    private var decoder: _RESPDecoder
+    private var decoder: RESPDecoder
     private var context: ChannelHandlerContext?
     private var received: ByteBuffer?
     private var pending = CircularBuffer<Pending>()
@@ -49,7 +49,7 @@ final class _RedisChannelHandler: ChannelInboundHandler, @unchecked Sendable {
 
     init(eventLoop: any EventLoop, limits: RedisReplyLimits, onPush: @escaping @Sendable (RESPValue) -> Void) {
         self.eventLoop = eventLoop
-        self.decoder = _RESPDecoder(limits: limits)
+        self.decoder = RESPDecoder(limits: limits)
         self.onPush = onPush
     }
 
@@ -77,9 +77,9 @@ final class _RedisChannelHandler: ChannelInboundHandler, @unchecked Sendable {
             Pending(id: id, command: command, expectation: expectation, promise: promise, timeout: scheduled)
         )
         var buffer = context.channel.allocator.buffer(
-            capacity: _RESPEncoder.encodedLength(command, arguments)
+            capacity: RESPEncoder.encodedLength(command, arguments)
         )
-        _RESPEncoder.encode(command, arguments, into: &buffer)
+        RESPEncoder.encode(command, arguments, into: &buffer)
         context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
     }
 

@@ -18,7 +18,7 @@ import NIOCore
 /// Error replies decode to ``RESPValue/error(_:)``; the connection turns one at the top level into
 /// a thrown ``RedisError/server(message:)``. Attributes (`|`) are read and dropped. After a
 /// ``RedisError/protocolViolation(_:)`` the decoder's state is undefined: the connection closes.
-package struct _RESPDecoder {
+package struct RESPDecoder {
     private enum AggregateKind {
         case array, set, push, map, attribute
     }

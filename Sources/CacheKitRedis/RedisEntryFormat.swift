@@ -14,7 +14,7 @@ import Foundation
 /// The deadline travels with the value so that a reader learns it in the same round trip, on the
 /// store's own clock (a test's manual clock included); Redis's own expiry (`PX`) frees the key as
 /// well.
-enum _RedisEntryFormat {
+enum RedisEntryFormat {
     static let headerBytes = 12
     static let version: UInt8 = 1
 
@@ -30,18 +30,18 @@ enum _RedisEntryFormat {
     }
 
     /// The value and deadline in `bytes`, or why they cannot be read.
-    static func decode(_ bytes: [UInt8]) -> Result<(value: Data, expiresAt: Date?), _FormatFailure> {
+    static func decode(_ bytes: [UInt8]) -> Result<(value: Data, expiresAt: Date?), FormatFailure> {
         guard bytes.count >= headerBytes else {
-            return .failure(_FormatFailure(reason: "\(bytes.count) bytes, shorter than the \(headerBytes)-byte header"))
+            return .failure(FormatFailure(reason: "\(bytes.count) bytes, shorter than the \(headerBytes)-byte header"))
         }
         guard bytes[0] == UInt8(ascii: "C"), bytes[1] == UInt8(ascii: "K") else {
-            return .failure(_FormatFailure(reason: "not an entry of a RedisStore (no \"CK\" header)"))
+            return .failure(FormatFailure(reason: "not an entry of a RedisStore (no \"CK\" header)"))
         }
         guard bytes[2] == version else {
-            return .failure(_FormatFailure(reason: "entry format \(bytes[2]); this CacheKit reads \(version)"))
+            return .failure(FormatFailure(reason: "entry format \(bytes[2]); this CacheKit reads \(version)"))
         }
         guard bytes[3] <= 1 else {
-            return .failure(_FormatFailure(reason: "deadline flag \(bytes[3]) is neither 0 nor 1"))
+            return .failure(FormatFailure(reason: "deadline flag \(bytes[3]) is neither 0 nor 1"))
         }
         var milliseconds: Int64 = 0
         for byte in bytes[4..<12] { milliseconds = milliseconds << 8 | Int64(byte) }
@@ -51,7 +51,7 @@ enum _RedisEntryFormat {
 }
 
 /// Why an entry's bytes could not be read.
-struct _FormatFailure: Error {
+struct FormatFailure: Error {
     let reason: String
 }
 #endif

@@ -8,7 +8,7 @@ import Darwin
 
 /// Small text files (`/proc`, `/sys/fs/cgroup`) read with POSIX calls, so the core module needs
 /// no Foundation for them.
-enum _TextFile {
+enum TextFile {
     /// The file's contents, or `nil` if it cannot be opened or read (missing, a directory, no
     /// permission). Reads until end of file: `/proc` files report a size of 0.
     static func contents(of path: String) -> String? {

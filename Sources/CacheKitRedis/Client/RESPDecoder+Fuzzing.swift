@@ -24,7 +24,7 @@ public enum _RESPFuzzing {
         pieces: [Int],
         limits: RedisReplyLimits
     ) -> (outcome: Outcome, bytesScanned: Int) {
-        var decoder = _RESPDecoder(limits: limits)
+        var decoder = RESPDecoder(limits: limits)
         var buffer = ByteBufferAllocator().buffer(capacity: bytes.count)
         var outcome = Outcome(values: [], failed: false, midValue: false)
         var offset = 0

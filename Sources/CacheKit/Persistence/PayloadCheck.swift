@@ -1,7 +1,7 @@
 import Foundation
 
 /// Why a built-in serializer refused a payload before handing it to Foundation's decoder.
-struct _PayloadRefused: Error, CustomStringConvertible {
+struct PayloadRefused: Error, CustomStringConvertible {
     var reason: String
     var description: String { reason }
 }
@@ -24,7 +24,7 @@ struct _PayloadRefused: Error, CustomStringConvertible {
 ///
 /// A file of entries nests three levels (the array of entries, an entry, and a key or value that
 /// is an array or object), so the limit only matters for values that are trees.
-enum _PayloadCheck {
+enum PayloadCheck {
     /// The deepest nesting of arrays, sets, dictionaries and objects a built-in serializer
     /// accepts, the top-level array included. Foundation's binary property-list decoder takes
     /// about 1 KiB of stack per level of a recursive value and overflows a 512 KiB stack (a
@@ -33,7 +33,7 @@ enum _PayloadCheck {
     static let maximumDepth = 256
 
     /// Checks a JSON payload's nesting, strings and escapes skipped. O(*n*) in its bytes.
-    static func checkJSON(_ payload: Data) throws(_PayloadRefused) {
+    static func checkJSON(_ payload: Data) throws(PayloadRefused) {
         var depth = 0
         var inString = false
         var escaped = false
@@ -54,7 +54,7 @@ enum _PayloadCheck {
             case UInt8(ascii: "["), UInt8(ascii: "{"):
                 depth += 1
                 guard depth <= maximumDepth else {
-                    throw _PayloadRefused(reason: "JSON nests deeper than \(maximumDepth) levels")
+                    throw PayloadRefused(reason: "JSON nests deeper than \(maximumDepth) levels")
                 }
             case UInt8(ascii: "]"), UInt8(ascii: "}"):
                 depth -= 1
@@ -69,12 +69,12 @@ enum _PayloadCheck {
 
     /// Checks that `payload` is a binary property list whose structure is sound and nests at
     /// most ``maximumDepth`` levels. O(*n*) in its objects and references.
-    static func checkBinaryPropertyList(_ payload: Data) throws(_PayloadRefused) {
+    static func checkBinaryPropertyList(_ payload: Data) throws(PayloadRefused) {
         let bytes = [UInt8](payload)
         guard bytes.starts(with: binaryPropertyListMagic) else {
             let first = bytes.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
             let format = first == UInt8(ascii: "<") ? "an XML property list" : "not a binary property list"
-            throw _PayloadRefused(
+            throw PayloadRefused(
                 reason: "the payload is \(format); the property-list serializer reads only the binary format it writes"
             )
         }
@@ -91,7 +91,7 @@ enum _PayloadCheck {
         let topObject: Int
         let offsetTable: Int
 
-        init(_ bytes: [UInt8]) throws(_PayloadRefused) {
+        init(_ bytes: [UInt8]) throws(PayloadRefused) {
             self.bytes = bytes
             guard bytes.count >= 8 + 1 + 32 else { throw Self.refused("it is shorter than a header and a trailer") }
             let trailer = bytes.count - 32
@@ -119,8 +119,8 @@ enum _PayloadCheck {
             offsetTable = Int(table)
         }
 
-        static func refused(_ why: String) -> _PayloadRefused {
-            _PayloadRefused(reason: "the binary property list is malformed: \(why)")
+        static func refused(_ why: String) -> PayloadRefused {
+            PayloadRefused(reason: "the binary property list is malformed: \(why)")
         }
 
         static func bigEndian(_ bytes: [UInt8], at offset: Int, size: Int) -> UInt64 {
@@ -130,7 +130,7 @@ enum _PayloadCheck {
         }
 
         /// Where object `index` starts.
-        func offset(of index: Int) throws(_PayloadRefused) -> Int {
+        func offset(of index: Int) throws(PayloadRefused) -> Int {
             let offset = Self.bigEndian(bytes, at: offsetTable + index * offsetSize, size: offsetSize)
             guard offset >= 8, offset < UInt64(offsetTable) else {
                 throw Self.refused("object \(index) starts at \(offset), outside the objects")
@@ -139,7 +139,7 @@ enum _PayloadCheck {
         }
 
         /// The position and number of object `index`'s references, if it is a container.
-        func references(of index: Int) throws(_PayloadRefused) -> (start: Int, count: Int)? {
+        func references(of index: Int) throws(PayloadRefused) -> (start: Int, count: Int)? {
             let start = try offset(of: index)
             let marker = bytes[start]
             let kind = marker >> 4
@@ -170,7 +170,7 @@ enum _PayloadCheck {
         }
 
         /// The object reference at `position`, checked.
-        func reference(at position: Int) throws(_PayloadRefused) -> Int {
+        func reference(at position: Int) throws(PayloadRefused) -> Int {
             let value = Self.bigEndian(bytes, at: position, size: referenceSize)
             guard value < UInt64(objectCount) else {
                 throw Self.refused("a reference to object \(value) of \(objectCount)")
@@ -179,8 +179,8 @@ enum _PayloadCheck {
         }
 
         /// Walks the containers from the top object, iteratively, refusing nesting deeper
-        /// than `_PayloadCheck.maximumDepth` and cycles. Each object is walked once.
-        func checkDepth() throws(_PayloadRefused) {
+        /// than `PayloadCheck.maximumDepth` and cycles. Each object is walked once.
+        func checkDepth() throws(PayloadRefused) {
             // Per object: -2 not seen, -1 being walked (on the path), else its height.
             var height = [Int32](repeating: -2, count: objectCount)
             struct Frame {
@@ -190,16 +190,16 @@ enum _PayloadCheck {
                 var tallest: Int32
             }
             var path: [Frame] = []
-            let limit = _PayloadCheck.maximumDepth
+            let limit = PayloadCheck.maximumDepth
 
             /// Starts walking `object`; returns its height at once if it holds no references.
-            func enter(_ object: Int) throws(_PayloadRefused) -> Int32? {
+            func enter(_ object: Int) throws(PayloadRefused) -> Int32? {
                 guard let (start, count) = try references(of: object) else {
                     height[object] = 0
                     return 0
                 }
                 guard path.count < limit else {
-                    throw _PayloadRefused(reason: "the property list nests deeper than \(limit) levels")
+                    throw PayloadRefused(reason: "the property list nests deeper than \(limit) levels")
                 }
                 height[object] = -1
                 path.append(Frame(object: object, next: start, end: start + count * referenceSize, tallest: 0))

@@ -2,17 +2,17 @@
 import CacheKit
 
 /// What a monitor reads from a cache it watches: its size.
-protocol _CacheSize: AnyObject {
+protocol CacheSize: AnyObject {
     var count: Int { get }
     var totalCost: Int { get }
 }
 
-extension Cache: _CacheSize {}
-extension SerialCache: _CacheSize {}
+extension Cache: CacheSize {}
+extension SerialCache: CacheSize {}
 
 /// A weak reference to a `Cache` that a `@Sendable` activity observer may capture, whatever the
 /// cache's `Key` and `Value`, to read its `count` and `totalCost`. It holds the cache as a
-/// ``_CacheSize``, so the observer uses none of the key type's conformances and works for keys
+/// ``CacheSize``, so the observer uses none of the key type's conformances and works for keys
 /// whose conformances are isolated to an actor too.
 ///
 /// `@unchecked Sendable` is sound for that use: `count` and `totalCost` return integers, never a
@@ -20,10 +20,10 @@ extension SerialCache: _CacheSize {}
 /// not `Sendable` either, so it stays in one isolation domain, and so does every activity it
 /// reports (an observer runs on the thread that caused the activity); this reference is only
 /// read there.
-final class _WeakCacheReference: @unchecked Sendable {
+final class WeakCacheReference: @unchecked Sendable {
     /// The cache, or `nil` once it is gone.
-    private(set) weak var object: (any _CacheSize)?
+    private(set) weak var object: (any CacheSize)?
 
-    init(_ object: any _CacheSize) { self.object = object }
+    init(_ object: any CacheSize) { self.object = object }
 }
 #endif

@@ -10,7 +10,7 @@ import Darwin
 
 /// The lock that makes a store the only owner of its files: an exclusive `flock` on a lock file,
 /// taken without waiting and held from open to close. `DiskStore` and `SQLiteStore` both use it.
-package enum _StoreLock {
+package enum StoreLock {
     /// Opens the lock file at `path` (creating it) and locks it: the returned descriptor holds
     /// the lock until ``release(_:)``. Another holder, in this process or another, gives
     /// ``CacheStoreError/locked(path:)`` naming `owner` (the directory or database).

@@ -3,12 +3,12 @@ import NIOCore
 import NIOPosix
 
 /// One open, handshaken connection to a Redis server: the channel and its handler.
-final class _RedisConnection: Sendable {
+final class RedisConnection: Sendable {
     let configuration: RedisConfiguration
     private let channel: any Channel
-    private let handler: _RedisChannelHandler
+    private let handler: RedisChannelHandler
 
-    private init(configuration: RedisConfiguration, channel: any Channel, handler: _RedisChannelHandler) {
+    private init(configuration: RedisConfiguration, channel: any Channel, handler: RedisChannelHandler) {
         self.configuration = configuration
         self.channel = channel
         self.handler = handler
@@ -21,9 +21,9 @@ final class _RedisConnection: Sendable {
     static func open(
         _ configuration: RedisConfiguration,
         onPush: @escaping @Sendable (RESPValue) -> Void = { _ in }
-    ) async -> Result<_RedisConnection, RedisError> {
+    ) async -> Result<RedisConnection, RedisError> {
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-        let handler = _RedisChannelHandler(eventLoop: eventLoop, limits: configuration.replyLimits, onPush: onPush)
+        let handler = RedisChannelHandler(eventLoop: eventLoop, limits: configuration.replyLimits, onPush: onPush)
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(TimeAmount(configuration.connectTimeout))
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
@@ -38,7 +38,7 @@ final class _RedisConnection: Sendable {
         } catch {
             return .failure(.connectionFailed(host: configuration.host, port: configuration.port, reason: "\(error)"))
         }
-        let connection = _RedisConnection(configuration: configuration, channel: channel, handler: handler)
+        let connection = RedisConnection(configuration: configuration, channel: channel, handler: handler)
         do {
             try await connection.handshake()
         } catch {

@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Uncontended, locking is one dictionary insertion under a lock; a waiter suspends on a
 /// continuation that `unlock` resumes (after releasing the lock).
-final class _KeyedLock<Key: Hashable & Sendable>: Sendable {
+final class KeyedLock<Key: Hashable & Sendable>: Sendable {
     /// Locked keys, each with the tasks waiting for it, first in line first.
     private let waiting = _Mutex<[Key: [CheckedContinuation<Void, Never>]]>([:])
 

@@ -20,7 +20,7 @@ import Musl
 /// | 11 + *n*  | 8    | payload length *p*                                         |
 /// | 19 + *n*  | 4    | CRC32 (IEEE) of bytes 8 ..< 19 + *n* followed by the payload |
 /// | 23 + *n*  | *p*  | payload, as the serializer wrote it                        |
-enum _CacheFile {
+enum CacheFile {
     static let magic: [UInt8] = [0x89, 0x43, 0x4B, 0x43, 0x0D, 0x0A, 0x1A, 0x0A]
     static let version: UInt16 = 1
 
@@ -36,7 +36,7 @@ enum _CacheFile {
         bytes.append(UInt8(id.count))
         bytes += id
         append(UInt64(payload.count), to: &bytes)
-        var crc = _CRC32()
+        var crc = CRC32()
         crc.update(bytes[8...])
         payload.withUnsafeBytes { crc.update($0) }
         append(crc.value, to: &bytes)
@@ -324,7 +324,7 @@ enum _CacheFile {
 }
 
 /// CRC-32 (IEEE 802.3, the polynomial zlib and PNG use), one table lookup per byte.
-struct _CRC32 {
+struct CRC32 {
     private static let table: [UInt32] = (0..<256).map { index in
         var crc = UInt32(index)
         for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }

@@ -2,9 +2,9 @@
 // SQLite's result codes turned into CacheStoreError. Not thread-safe: SQLiteStore uses it under
 // its lock only.
 //
-// SQL written in the source is a `_SQL`: its statement is found by the address of the literal, a
+// SQL written in the source is a `SQL`: its statement is found by the address of the literal, a
 // one-word hash, where hashing the text would cost more than a small query's own work. SQL built
-// at run time is prepared once as a `_SQLiteStatement` and run through that.
+// at run time is prepared once as a `SQLiteStatement` and run through that.
 #if SQLite
 
 import CSQLite
@@ -15,7 +15,7 @@ import Foundation
 private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// One open SQLite connection and the statements prepared on it.
-package final class _SQLiteConnection {
+package final class SQLiteConnection {
     /// The database file, as errors name it.
     package let path: String
     private var handle: OpaquePointer?
@@ -74,18 +74,18 @@ package final class _SQLiteConnection {
     /// Runs `sql` with `bindings`, handing each result row to `row`, reusing its prepared
     /// statement.
     package func run(
-        _ sql: _SQL,
-        _ bindings: [_SQLiteValue] = [],
-        row: (_SQLiteRow) throws(CacheStoreError) -> Void = { _ in }
+        _ sql: SQL,
+        _ bindings: [SQLiteValue] = [],
+        row: (SQLiteRow) throws(CacheStoreError) -> Void = { _ in }
     ) throws(CacheStoreError) {
         try run(prepared(sql), bindings, row: row)
     }
 
     /// Runs `statement` with `bindings`, handing each result row to `row`.
     package func run(
-        _ statement: _SQLiteStatement,
-        _ bindings: [_SQLiteValue] = [],
-        row: (_SQLiteRow) throws(CacheStoreError) -> Void = { _ in }
+        _ statement: SQLiteStatement,
+        _ bindings: [SQLiteValue] = [],
+        row: (SQLiteRow) throws(CacheStoreError) -> Void = { _ in }
     ) throws(CacheStoreError) {
         guard handle != nil else { throw .closed(path: path) }
         try run(statement.handle, bindings, row: row)
@@ -93,8 +93,8 @@ package final class _SQLiteConnection {
 
     private func run(
         _ statement: OpaquePointer,
-        _ bindings: [_SQLiteValue],
-        row: (_SQLiteRow) throws(CacheStoreError) -> Void
+        _ bindings: [SQLiteValue],
+        row: (SQLiteRow) throws(CacheStoreError) -> Void
     ) throws(CacheStoreError) {
         defer {
             sqlite3_reset(statement)
@@ -108,12 +108,12 @@ package final class _SQLiteConnection {
             let code = sqlite3_step(statement)
             if code == SQLITE_DONE { return }
             guard code == SQLITE_ROW else { throw failure(code) }
-            try row(_SQLiteRow(statement: statement))
+            try row(SQLiteRow(statement: statement))
         }
     }
 
     /// The first column of the first row `sql` returns, as an integer (0 when there is none).
-    package func integer(_ sql: String, _ bindings: [_SQLiteValue] = []) throws(CacheStoreError) -> Int64 {
+    package func integer(_ sql: String, _ bindings: [SQLiteValue] = []) throws(CacheStoreError) -> Int64 {
         var result: Int64 = 0
         var seen = false
         try run(statement(sql), bindings) { row in
@@ -125,11 +125,11 @@ package final class _SQLiteConnection {
 
     /// The prepared statement of `sql`, SQL built at run time: prepared at its first use, kept
     /// until the connection closes.
-    package func statement(_ sql: String) throws(CacheStoreError) -> _SQLiteStatement {
-        if let statement = textStatements[sql] { return _SQLiteStatement(handle: statement) }
+    package func statement(_ sql: String) throws(CacheStoreError) -> SQLiteStatement {
+        if let statement = textStatements[sql] { return SQLiteStatement(handle: statement) }
         let statement = try prepare(sql)
         textStatements[sql] = statement
-        return _SQLiteStatement(handle: statement)
+        return SQLiteStatement(handle: statement)
     }
 
     /// Begins a write transaction, taking the write lock at once.
@@ -145,7 +145,7 @@ package final class _SQLiteConnection {
         _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
     }
 
-    private func prepared(_ sql: _SQL) throws(CacheStoreError) -> OpaquePointer {
+    private func prepared(_ sql: SQL) throws(CacheStoreError) -> OpaquePointer {
         if let statement = literalStatements[sql.address] { return statement }
         let statement = try prepare(sql.text)
         literalStatements[sql.address] = statement
@@ -196,11 +196,11 @@ package final class _SQLiteConnection {
 
 /// SQL written as a literal in the source. The connection keeps its prepared statement by the
 /// literal's address, which never changes while the program runs.
-package struct _SQL: ExpressibleByStringLiteral {
+package struct SQL: ExpressibleByStringLiteral {
     fileprivate let literal: StaticString
 
     package init(stringLiteral literal: StaticString) {
-        precondition(literal.hasPointerRepresentation, "_SQL: SQL must be a string literal")
+        precondition(literal.hasPointerRepresentation, "SQL: SQL must be a string literal")
         self.literal = literal
     }
 
@@ -210,12 +210,12 @@ package struct _SQL: ExpressibleByStringLiteral {
 
 /// A statement prepared on a connection from SQL built at run time; valid until the connection
 /// closes.
-package struct _SQLiteStatement {
+package struct SQLiteStatement {
     fileprivate let handle: OpaquePointer
 }
 
 /// A value bound to a statement parameter.
-package enum _SQLiteValue {
+package enum SQLiteValue {
     case integer(Int64)
     case real(Double)
     case text(String)
@@ -248,8 +248,8 @@ package enum _SQLiteValue {
 }
 
 /// The current row of a statement, valid only inside the `row` closure of a
-/// ``_SQLiteConnection`` `run` call.
-package struct _SQLiteRow {
+/// ``SQLiteConnection`` `run` call.
+package struct SQLiteRow {
     fileprivate let statement: OpaquePointer
 
     /// Whether column `index` is NULL.

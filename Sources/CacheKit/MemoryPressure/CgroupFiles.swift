@@ -1,5 +1,5 @@
 /// The memory files of the process's cgroup, found from `/proc/self/cgroup`.
-struct _CgroupFiles: Sendable {
+struct CgroupFiles: Sendable {
     /// `memory.current` (v2) or `memory.usage_in_bytes` (v1).
     let current: String
     /// `memory.max` (v2) or `memory.limit_in_bytes` (v1).
@@ -22,13 +22,13 @@ struct _CgroupFiles: Sendable {
 
     /// The process's cgroup memory files under `root`, preferring v2; `nil` if
     /// `proc/self/cgroup` is missing or names no memory cgroup whose files exist.
-    static func locate(root: String) throws -> _CgroupFiles? {
-        let listing = _TextFile.join(root, "proc/self/cgroup")
-        guard let text = _TextFile.contents(of: listing) else { return nil }
+    static func locate(root: String) throws -> CgroupFiles? {
+        let listing = TextFile.join(root, "proc/self/cgroup")
+        guard let text = TextFile.contents(of: listing) else { return nil }
         var v2Path: Substring?
         var v1Path: Substring?
         // Each line is `hierarchy-ID:controller-list:path`; the path may itself contain colons.
-        for (number, line) in _TextFile.numberedLines(text) {
+        for (number, line) in TextFile.numberedLines(text) {
             let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
             guard fields.count == 3, Int(fields[0]) != nil, fields[2].hasPrefix("/") else {
                 throw MemoryPressureSourceError.malformed(
@@ -43,36 +43,36 @@ struct _CgroupFiles: Sendable {
                 v1Path = fields[2]
             }
         }
-        let mount = _TextFile.join(root, "sys/fs/cgroup")
+        let mount = TextFile.join(root, "sys/fs/cgroup")
         if let v2Path {
             let components = v2Path.split(separator: "/").map(String.init)
-            for (folder, depth) in [(_TextFile.join(mount, String(v2Path)), components.count), (mount, 0)]
-            where _TextFile.exists(_TextFile.join(folder, "memory.current"))
-                || _TextFile.exists(_TextFile.join(folder, "memory.events"))
+            for (folder, depth) in [(TextFile.join(mount, String(v2Path)), components.count), (mount, 0)]
+            where TextFile.exists(TextFile.join(folder, "memory.current"))
+                || TextFile.exists(TextFile.join(folder, "memory.events"))
             {
                 // Up to the mount point itself, which is the container's own cgroup under a
                 // cgroup namespace (the host's root cgroup has no `memory.max`, and is skipped).
                 let ancestors = (0..<depth).reversed().map { count in
-                    count == 0 ? mount : _TextFile.join(mount, components.prefix(count).joined(separator: "/"))
+                    count == 0 ? mount : TextFile.join(mount, components.prefix(count).joined(separator: "/"))
                 }
-                return _CgroupFiles(
-                    current: _TextFile.join(folder, "memory.current"),
-                    limit: _TextFile.join(folder, "memory.max"),
-                    stat: _TextFile.join(folder, "memory.stat"),
-                    events: _TextFile.join(folder, "memory.events"),
+                return CgroupFiles(
+                    current: TextFile.join(folder, "memory.current"),
+                    limit: TextFile.join(folder, "memory.max"),
+                    stat: TextFile.join(folder, "memory.stat"),
+                    events: TextFile.join(folder, "memory.events"),
                     isV2: true,
                     ancestors: ancestors
                 )
             }
         }
         if let v1Path {
-            let v1Mount = _TextFile.join(mount, "memory")
-            for folder in [_TextFile.join(v1Mount, String(v1Path)), v1Mount]
-            where _TextFile.exists(_TextFile.join(folder, "memory.usage_in_bytes")) {
-                return _CgroupFiles(
-                    current: _TextFile.join(folder, "memory.usage_in_bytes"),
-                    limit: _TextFile.join(folder, "memory.limit_in_bytes"),
-                    stat: _TextFile.join(folder, "memory.stat"),
+            let v1Mount = TextFile.join(mount, "memory")
+            for folder in [TextFile.join(v1Mount, String(v1Path)), v1Mount]
+            where TextFile.exists(TextFile.join(folder, "memory.usage_in_bytes")) {
+                return CgroupFiles(
+                    current: TextFile.join(folder, "memory.usage_in_bytes"),
+                    limit: TextFile.join(folder, "memory.limit_in_bytes"),
+                    stat: TextFile.join(folder, "memory.stat"),
                     events: nil,
                     isV2: false
                 )
@@ -88,9 +88,9 @@ struct _CgroupFiles: Sendable {
         var (used, limitBytes, readAny) = try usage(current: current, limit: limit, stat: stat)
         for folder in ancestors {
             let (usedHere, limitHere, _) = try usage(
-                current: _TextFile.join(folder, "memory.current"),
-                limit: _TextFile.join(folder, "memory.max"),
-                stat: _TextFile.join(folder, "memory.stat")
+                current: TextFile.join(folder, "memory.current"),
+                limit: TextFile.join(folder, "memory.max"),
+                stat: TextFile.join(folder, "memory.stat")
             )
             guard let usedHere, let limitHere, limitHere > 0 else { continue }
             let fractionHere = Double(usedHere) / Double(limitHere)
@@ -112,16 +112,16 @@ struct _CgroupFiles: Sendable {
         var readAny = false
         var used: UInt64?
         var limitBytes: UInt64?
-        if let text = _TextFile.contents(of: current) {
+        if let text = TextFile.contents(of: current) {
             readAny = true
             used = try LinuxMemoryPressureSource.parseBytes(text, file: current)
         }
-        if let text = _TextFile.contents(of: limit) {
+        if let text = TextFile.contents(of: limit) {
             readAny = true
             limitBytes = try LinuxMemoryPressureSource.parseBytes(text, file: limit, unlimited: isV2 ? "max" : nil)
             if !isV2, let bytes = limitBytes, bytes >= Self.v1Unlimited { limitBytes = nil }
         }
-        if let text = _TextFile.contents(of: stat) {
+        if let text = TextFile.contents(of: stat) {
             readAny = true
             let stats = try LinuxMemoryPressureSource.parseKeyValues(text, file: stat)
             if let inactive = stats[isV2 ? "inactive_file" : "total_inactive_file"], let bytes = used {

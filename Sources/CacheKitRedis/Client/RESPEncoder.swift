@@ -2,7 +2,7 @@
 import NIOCore
 
 /// Writes commands as RESP arrays of blob strings, the form every Redis version accepts.
-enum _RESPEncoder {
+enum RESPEncoder {
     static func encode(_ command: String, _ arguments: [RedisArgument], into buffer: inout ByteBuffer) {
         buffer.writeString("*\(arguments.count + 1)\r\n")
         let name = Array(command.utf8)
