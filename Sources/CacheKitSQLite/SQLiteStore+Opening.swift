@@ -22,7 +22,8 @@ extension SQLiteStoreState {
     /// A file that SQLite itself finds damaged or not a database (`SQLITE_CORRUPT`,
     /// `SQLITE_NOTADB`, while opening, checking the schema or reading the rows) is moved aside
     /// with its log, to `<path>.damaged` and `<path>.damaged-wal`, and the store starts afresh
-    /// in a new database; `problems` gets a report of it. A whole database that is not a store's
+    /// in a new database; `problems` gets a report of it. So is a store's file whose header breaks
+    /// the file format's rules (``headerDamage(_:)``). A whole database that is not a store's
     /// (other tables, another application id, an unknown schema) is someone else's: it throws
     /// and is left as it is.
     static func open(
@@ -37,6 +38,15 @@ extension SQLiteStoreState {
         let lock = try LockFile(path: path + ".lock", owner: path)
         let arguments = (path, countLimit, byteLimit, policy, clock, lock)
         do throws(CacheStoreError) {
+            if let damage = headerDamage(path), isStoreOrGarbage(path) {
+                // SQLite would refuse such a file (as read-only, or of an unsupported format)
+                // without calling it damaged.
+                try moveAside(path)
+                let state = try openDatabase(arguments)
+                let reason = "\(damage); the database was moved to \(path).damaged and the store starts empty"
+                problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: reason)))
+                return state
+            }
             do throws(CacheStoreError) {
                 return try openDatabase(arguments)
             } catch {
@@ -87,6 +97,33 @@ extension SQLiteStoreState {
         guard header.count >= 72, header.starts(with: Array("SQLite format 3\0".utf8)) else { return true }
         let id = header[68..<72].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         return Int64(Int32(bitPattern: id)) == applicationID
+    }
+
+    /// What is wrong with the header of the SQLite database at `path`, by the file format's
+    /// rules (sqlite.org/fileformat2.html, "The Database Header"), or `nil` when it is sound,
+    /// absent, or not a SQLite header at all (SQLite itself then reports `SQLITE_NOTADB`). The
+    /// fields checked are those SQLite refuses a file for without reporting damage: the read and
+    /// write versions (1 or 2; a larger write version opens read-only), the payload fractions
+    /// (64, 32, 32), the schema format (1 to 4) and the page size (a power of two from 512 to
+    /// 65,536, 1 meaning 65,536).
+    static func headerDamage(_ path: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        let header = [UInt8]((try? handle.read(upToCount: 100)) ?? Data())
+        guard header.count == 100, header.starts(with: Array("SQLite format 3\0".utf8)) else { return nil }
+        let pageSize = Int(header[16]) << 8 | Int(header[17])
+        let schemaFormat = header[44..<48].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        if !(1...2).contains(header[18]) || !(1...2).contains(header[19]) {
+            return "the header's file format versions are \(header[18]) and \(header[19]), not 1 or 2"
+        }
+        if header[21] != 64 || header[22] != 32 || header[23] != 32 {
+            return "the header's payload fractions are \(header[21]), \(header[22]), \(header[23]), not 64, 32, 32"
+        }
+        if !(1...4).contains(schemaFormat) { return "the header's schema format is \(schemaFormat), not 1 to 4" }
+        if pageSize != 1 && (pageSize < 512 || pageSize & (pageSize - 1) != 0) {
+            return "the header's page size is \(pageSize)"
+        }
+        return nil
     }
 
     /// Moves a damaged database and its write-ahead log aside, replacing any earlier pair, and

@@ -133,6 +133,9 @@ extension SQLiteStoreState {
             do {
                 try inTransaction { _ throws(CacheStoreError) in }
             } catch {
+                // Damage that writing the last accesses finds moves the database aside while the
+                // lock is still held, as for any operation; the new, empty one then closes.
+                if try startAfresh(after: error) { return try close() }
                 failure = error
             }
         }

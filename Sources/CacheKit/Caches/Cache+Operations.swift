@@ -1,7 +1,8 @@
 // `Cache`'s public operations, declared on the type. Each forwards to the one implementation
 // `Cache` and `SerialCache` share (`_StateHost`, in `_StateHost+Operations.swift` and beside it),
 // which runs the engine through `_withState` (for `Cache`, its lock) and reports to the hooks
-// after it returns.
+// after it returns; the reads and statistics go to `Cache`'s own (`Cache+Reading.swift`), which
+// serve contended reads in parallel.
 
 extension Cache {
     /// A name for the cache, for debugging and logs (`NSCache`'s `name`); empty unless set.
@@ -239,7 +240,7 @@ extension Cache {
 
     /// Frees memory as `action` says, whatever ``memoryPressureAction`` holds: empties the cache
     /// or trims it, in eviction order, asking the eviction veto and reporting each eviction with
-    /// reason ``RemovalReason/memoryPressure``. `SharedCache` spells it the same.
+    /// reason ``RemovalReason/memoryPressure``, as ``SharedCache/handleMemoryPressure(_:)`` does.
     ///
     /// - Complexity: O(*n*) to remove every entry; O(*k*) to trim *k* entries.
     public func handleMemoryPressure(_ action: MemoryPressureAction) { _handleMemoryPressure(action) }
@@ -247,7 +248,7 @@ extension Cache {
     // MARK: Bulk writes
 
     /// Writes every pair, in order, as ``setValue(_:forKey:cost:expiresAfter:)`` with no cost
-    /// would (YMCache's `addEntriesFromDictionary:`; `SharedCache` spells it the same). Each pair
+    /// would (YMCache's `addEntriesFromDictionary:`, as `SharedCache.addEntries(from:)` does). Each pair
     /// is a write of its own: limits hold and the removal handler hears of each pair's removals
     /// before the next pair is written.
     ///

@@ -50,9 +50,8 @@ extension SerialCache {
     @inlinable
     public func contains(_ key: Key) -> Bool { _contains(key) }
 
-    /// The values for those of `keys` the cache holds, read in one critical section (no write
-    /// lands between two of them, as ``SharedCache/values(forKeys:)``). Like ``peekValue(forKey:)``,
-    /// it records no use and counts no request.
+    /// The values for those of `keys` the cache holds. Like ``peekValue(forKey:)``, it records no
+    /// use and counts no request.
     ///
     /// - Complexity: O(*k*) for *k* keys.
     @inlinable
@@ -62,6 +61,10 @@ extension SerialCache {
 
     /// The value for `key`; on a miss, the value `make()` returns, stored with `cost` and
     /// `expiresAfter`.
+    ///
+    /// `make` may use this cache; if it stores a value for `key` itself, that one is kept and
+    /// returned. If `make` throws, nothing is stored and the error reaches the caller; a miss and
+    /// a failed load are counted.
     ///
     /// - Complexity: O(1) plus `make`.
     @inlinable
@@ -77,6 +80,11 @@ extension SerialCache {
     // MARK: Writing
 
     /// Stores `value` for `key` with a cost, then evicts until both limits hold.
+    ///
+    /// A new entry never evicts itself; a replaced value is reported to the removal handler with
+    /// reason ``RemovalReason/replaced``. If `cost` alone exceeds `totalCostLimit`, or the
+    /// insertion policy refuses the value, nothing is stored, any previous value for `key` is
+    /// removed, and the result says why (``WriteResult/Rejection``).
     ///
     /// - Parameters:
     ///   - value: The value to store.
@@ -101,7 +109,7 @@ extension SerialCache {
     @discardableResult
     public func removeValue(forKey key: Key) -> Value? { _removeValue(forKey: key) }
 
-    /// Removes the entries for `keys`, in one critical section.
+    /// Removes the entries for `keys`.
     ///
     /// - Complexity: O(*k*) for *k* keys.
     @inlinable
@@ -110,8 +118,7 @@ extension SerialCache {
     /// Removes every entry. The removal handler hears each with reason
     /// ``RemovalReason/removedAll``; the eviction veto is not asked.
     ///
-    /// - Complexity: O(1) in the critical section; O(*n*) after it to report and release the
-    ///   entries.
+    /// - Complexity: O(*n*) to report and release the entries.
     public func removeAll() { _removeAll(reason: .removedAll) }
 
     // MARK: Expiring
@@ -127,8 +134,7 @@ extension SerialCache {
     /// Expires every entry at once (ClearCache's expiration trigger): removes them all,
     /// reporting each with reason ``RemovalReason/expired``. The eviction veto is not asked.
     ///
-    /// - Complexity: O(1) in the critical section; O(*n*) after it to report and release the
-    ///   entries.
+    /// - Complexity: O(*n*) to report and release the entries.
     public func expireAll() { _removeAll(reason: .expired) }
 
     // MARK: Size and limits
@@ -218,15 +224,15 @@ extension SerialCache {
 
     /// Frees memory as ``memoryPressureAction`` says: empties the cache or trims it, in eviction
     /// order, asking the eviction veto and reporting each eviction with reason
-    /// ``RemovalReason/memoryPressure``. Call it from a memory warning or a pressure monitor
-    /// (only a ``Cache`` follows a ``MemoryPressureMonitor`` itself).
+    /// ``RemovalReason/memoryPressure``. Call it on the thread that owns the cache when memory
+    /// runs short (only a ``Cache`` follows a ``MemoryPressureMonitor`` itself).
     ///
     /// - Complexity: O(*n*) to remove every entry; O(*k*) to trim *k* entries.
     public func handleMemoryPressure() { _handleMemoryPressure() }
 
     /// Frees memory as `action` says, whatever ``memoryPressureAction`` holds: empties the cache
     /// or trims it, in eviction order, asking the eviction veto and reporting each eviction with
-    /// reason ``RemovalReason/memoryPressure``. `SharedCache` spells it the same.
+    /// reason ``RemovalReason/memoryPressure``, as ``SharedCache/handleMemoryPressure(_:)`` does.
     ///
     /// - Complexity: O(*n*) to remove every entry; O(*k*) to trim *k* entries.
     public func handleMemoryPressure(_ action: MemoryPressureAction) { _handleMemoryPressure(action) }
@@ -234,7 +240,7 @@ extension SerialCache {
     // MARK: Bulk writes
 
     /// Writes every pair, in order, as ``setValue(_:forKey:cost:expiresAfter:)`` with no cost
-    /// would (YMCache's `addEntriesFromDictionary:`; `SharedCache` spells it the same). Each pair
+    /// would (YMCache's `addEntriesFromDictionary:`, as `SharedCache.addEntries(from:)` does). Each pair
     /// is a write of its own: limits hold and the removal handler hears of each pair's removals
     /// before the next pair is written.
     ///

@@ -11,9 +11,11 @@ public enum CacheStoreError: Error, Sendable, Equatable, CustomStringConvertible
     case closed(path: String)
     /// A system call failed (`operation` names it; `errno` is the C error number).
     case ioFailure(path: String, operation: String, errno: Int32)
-    /// A file the store keeps is damaged: `reason` says how. An entry file found damaged is
-    /// reported (``CacheStoreProblem``) and dropped; a damaged index or database is refused
-    /// when the store opens, and never overwritten.
+    /// A file the store keeps is damaged: `reason` says how. Stores report damage through their
+    /// problem handler (``CacheStoreProblem``) and heal: a damaged entry is dropped, a damaged
+    /// journal makes a `DiskStore` rebuild its index from the entry files, and a damaged SQLite
+    /// database is moved aside and replaced by an empty one. It is thrown only for a file that
+    /// is not the store's own, which is left as it is.
     case corrupted(path: String, reason: String)
     /// The index or database was written by a newer format than this CacheKit reads.
     case newerFormat(path: String, found: Int, supported: Int)

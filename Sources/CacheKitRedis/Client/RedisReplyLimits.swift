@@ -20,9 +20,11 @@ public struct RedisReplyLimits: Sendable, Hashable {
 
     /// Limits with Redis's defaults for each part (a value below a bound's least, or above 2^60,
     /// is taken as that bound) (512 MiB blobs, 2^24 elements in one aggregate,
-    /// 64 levels, 64 KiB lines), and for a whole reply 512 MiB and 2^22 values: a reply's decoded
-    /// values then take at most about its bytes plus 100 MiB, whatever mix of small and large
-    /// elements it sends.
+    /// 64 levels, 64 KiB lines), and for a whole reply 512 MiB and 2^22 values. While a reply is
+    /// read, the process holds at most about twice its bytes (what arrived, and the values made
+    /// of it) plus about 110 bytes per value, whatever mix of small and large elements it sends:
+    /// with these defaults, at most about 1.5 GiB for the largest reply allowed, and about 500 MiB
+    /// for 2^22 values of a few bytes each. Lower both whole-reply limits to bound it further.
     public init(
         maximumBulkLength: Int = 512 * 1024 * 1024,
         maximumAggregateCount: Int = 1 << 24,
