@@ -13,11 +13,12 @@ extension SQLiteStoreState {
         let connection = try ready()
         // The index holds every stored key: a miss costs no query, and a hit is the policy's use.
         guard index.value(forKey: key) != nil else { return nil }
-        var found: (value: Data, size: Int64, deadline: Date?, checksum: Int64?)?
-        let query: SQL = "SELECT value, size, deadline, checksum FROM cachekit_entries WHERE key = ?"
-        try connection.run(query, [.text(key)]) { row in
-            let deadline = row.isNull(2) ? nil : Date(timeIntervalSinceReferenceDate: row.real(2))
-            found = (row.blob(0), row.integer(1), deadline, row.isNull(3) ? nil : row.integer(3))
+        var found = try row(forKey: key, connection)
+        if found == nil {
+            // The index holds exactly the keys with a row, so SQLite's own index on the key
+            // column missed it (a damaged page that its reads do not detect) or the row is lost.
+            try rebuildKeyIndex(missing: key, connection)
+            found = try row(forKey: key, connection)
         }
         guard let found else {
             index.removeValue(forKey: key)
@@ -45,6 +46,36 @@ extension SQLiteStoreState {
         readsSinceFlush += 1
         if readsSinceFlush >= Self.accessFlushInterval { flushPendingAccess() }
         return StoredEntry(value: found.value, expiresAt: found.deadline)
+    }
+
+    /// `key`'s row, looked up through SQLite's index on the key column.
+    private func row(
+        forKey key: String,
+        _ connection: SQLiteConnection
+    ) throws(CacheStoreError) -> (value: Data, size: Int64, deadline: Date?, checksum: Int64?)? {
+        var found: (value: Data, size: Int64, deadline: Date?, checksum: Int64?)?
+        let query: SQL = "SELECT value, size, deadline, checksum FROM cachekit_entries WHERE key = ?"
+        try connection.run(query, [.text(key)]) { row in
+            let deadline = row.isNull(2) ? nil : Date(timeIntervalSinceReferenceDate: row.real(2))
+            found = (row.blob(0), row.integer(1), deadline, row.isNull(3) ? nil : row.integer(3))
+        }
+        return found
+    }
+
+    /// Rebuilds SQLite's indexes of the entries from the table after the one on the key column
+    /// missed `key`'s row, and reports it. A table that no longer makes a unique index (two rows
+    /// for one key, written while the index was damaged) is damage that moves the database aside.
+    private mutating func rebuildKeyIndex(missing key: String, _ connection: SQLiteConnection) throws(CacheStoreError) {
+        do throws(CacheStoreError) {
+            try connection.execute("REINDEX cachekit_entries")
+        } catch {
+            throw .corrupted(
+                path: path,
+                reason: "the index on the key column cannot be rebuilt (\(error))" + SQLiteConnection.ownDamage
+            )
+        }
+        let reason = "the index on the key column missed a stored key's row; it was rebuilt from the table"
+        problems.append(CacheStoreProblem(key: key, error: .corrupted(path: path, reason: reason)))
     }
 
     /// Deletes `key`'s row (one statement, atomic on its own) and its index entry.
@@ -99,9 +130,20 @@ extension SQLiteStoreState {
         try SQLiteStore.validate(key: key)
         let connection = try ready()
         var removed = false
+        var deleted = false
         let now = clock.now()
-        try connection.run("DELETE FROM cachekit_entries WHERE key = ? RETURNING deadline", [.text(key)]) { row in
+        let delete: SQL = "DELETE FROM cachekit_entries WHERE key = ? RETURNING deadline"
+        try connection.run(delete, [.text(key)]) { row in
+            deleted = true
             removed = row.isNull(0) || Date(timeIntervalSinceReferenceDate: row.real(0)) > now
+        }
+        if !deleted, index.contains(key) {
+            // A row left behind would come back at the next open: as for a read, the key index
+            // missed it.
+            try rebuildKeyIndex(missing: key, connection)
+            try connection.run(delete, [.text(key)]) { row in
+                removed = row.isNull(0) || Date(timeIntervalSinceReferenceDate: row.real(0)) > now
+            }
         }
         try connection.run("DELETE FROM cachekit_reads WHERE key = ?", [.text(key)])
         index.removeValue(forKey: key)

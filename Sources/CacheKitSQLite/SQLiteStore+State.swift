@@ -197,10 +197,12 @@ package struct SQLiteStoreState {
         // Reads of keys whose entry is gone (a crash between the two deletes of a removal).
         try connection.execute("DELETE FROM cachekit_reads WHERE key NOT IN (SELECT key FROM cachekit_entries)")
         // An entry's last use is its write (`cachekit_entries.access`) or its last read written
-        // since (`cachekit_reads`), whichever is later.
+        // since (`cachekit_reads`), whichever is later. The keys come from the table's rows
+        // (`NOT INDEXED`), never from SQLite's index on the key column, which could otherwise
+        // bring a damaged key into the index.
         let query: SQL = """
             SELECT e.key, length(e.value), max(e.access, coalesce(r.access, 0)) AS used
-            FROM cachekit_entries AS e LEFT JOIN cachekit_reads AS r ON r.key = e.key
+            FROM cachekit_entries AS e NOT INDEXED LEFT JOIN cachekit_reads AS r ON r.key = e.key
             ORDER BY used, e.key
             """
         try connection.run(query) { row in

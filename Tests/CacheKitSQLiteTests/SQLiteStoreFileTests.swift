@@ -142,6 +142,53 @@ struct SQLiteStoreFileTests {
     }
 
     @Test(
+        "a damaged index on the key column: reads still find every entry, a removal stays removed, and both report it",
+        arguments: [false, true]
+    )
+    func damagedKeyIndex(removingFirst: Bool) async throws {
+        let store = try await open()
+        for i in 0..<40 { try await store.setEntry(bytes(20, UInt8(i)), forKey: "key-\(i)", expiresAt: nil) }
+        try await store.close()
+        // The key index's root page, a leaf at this size, holds each key's text: one of them is
+        // changed there, which SQLite's lookups do not notice.
+        let connection = try SQLiteConnection(path: path)
+        var root = 0
+        try connection.run("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_cachekit_entries_1'") {
+            root = Int($0.integer(0))
+        }
+        connection.close()
+        var data = try Data(contentsOf: directory.file())
+        let pageSize = Int(data[16]) << 8 | Int(data[17])
+        try #require(root > 1)
+        let page = (root - 1) * pageSize..<root * pageSize
+        let found = try #require(data[page].firstRange(of: Data("key-17".utf8)), "the key's text in its index page")
+        data[found.lowerBound + 2] = UInt8(ascii: "z")
+        try data.write(to: directory.file())
+
+        let problems = ProblemLog()
+        let damaged = try await SQLiteStore(path: directory.file(), byteLimit: 1 << 20, problemHandler: problems.handler)
+        if removingFirst {
+            #expect(try await damaged.removeEntry(forKey: "key-17"))
+            try await damaged.close()
+            let reopened = try await open()
+            #expect(try await reopened.entry(forKey: "key-17") == nil, "the removed entry stays removed")
+            #expect(try await reopened.usage().count == 39)
+            try await reopened.close()
+        } else {
+            for i in 0..<40 {
+                #expect(try await damaged.entry(forKey: "key-\(i)")?.value == bytes(20, UInt8(i)), "key-\(i)")
+            }
+            try await damaged.close()
+        }
+        #expect(problems.all.count == 1)
+        if case .corrupted(_, let reason) = problems.all.first?.error {
+            #expect(reason.contains("index on the key column"), "\(reason)")
+        } else {
+            Issue.record("\(problems.all)")
+        }
+    }
+
+    @Test(
         "a byte flipped anywhere in the database: the store opens, and each read is the value written or a miss"
     )
     func everyRegion() async throws {
