@@ -166,7 +166,11 @@ struct SQLiteStoreFileTests {
         try data.write(to: directory.file())
 
         let problems = ProblemLog()
-        let damaged = try await SQLiteStore(path: directory.file(), byteLimit: 1 << 20, problemHandler: problems.handler)
+        let damaged = try await SQLiteStore(
+            path: directory.file(),
+            byteLimit: 1 << 20,
+            problemHandler: problems.handler
+        )
         if removingFirst {
             #expect(try await damaged.removeEntry(forKey: "key-17"))
             try await damaged.close()
