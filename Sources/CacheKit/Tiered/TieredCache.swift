@@ -70,6 +70,9 @@ public final class TieredCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// The second level.
     public let store: any CacheStore
     /// The lifetime of entries written without an `expiresAfter` of their own; `nil` for none.
+    /// A time to live only, where ``Cache`` takes an ``Expiration``: both levels keep one
+    /// deadline per entry, fixed when it is written, and a store records no reads that could
+    /// move it (no time to idle, no refresh).
     public let expiresAfter: Duration?
     /// When writes reach the store.
     public let writeMode: WriteMode
