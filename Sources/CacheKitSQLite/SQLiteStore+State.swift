@@ -84,6 +84,8 @@ package struct SQLiteStoreState {
     /// may already hold the failed write's changes.
     mutating func inTransaction<R>(_ body: (inout Self) throws(CacheStoreError) -> R) throws(CacheStoreError) -> R {
         let connection = try ready()
+        // A lock file deleted under the store is locked again before the store writes.
+        try lock?.reassert()
         do {
             try connection.begin()
             try writePendingAccess()

@@ -46,11 +46,14 @@ import Synchronization
 ///   inspect.
 /// - **One owner.** The store holds an exclusive `flock` on `<path>.lock` from open to close; a
 ///   second store, in this process or another, gets ``CacheKit/CacheStoreError/locked(path:)``.
-///   The lock file stays on disk after close. Deleting it while a store is open lets a second
-///   store open the same database: SQLite's own locks keep the database whole then, but each
-///   store's index of keys misses the other's writes, so limits and eviction are off until both
-///   reopen. The store does not lock the database file itself, because closing any descriptor
-///   of that file would drop the POSIX locks SQLite holds on it in this process.
+///   The lock file stays on disk after close. Before each write the store checks that its lock
+///   file is still there (two system calls): if it was deleted, the store locks a new one and
+///   stays the only owner. If a second store opened the database meanwhile (it made and locked
+///   the new file first), the first store's writes throw ``CacheKit/CacheStoreError/locked(path:)``
+///   while the second holds it, and its reads only miss what the second wrote: SQLite's own locks keep the
+///   database whole throughout. The store does not lock the database file itself, because
+///   closing any descriptor of that file would drop the POSIX locks SQLite holds on it in this
+///   process.
 /// - **Durability.** The database runs in WAL mode with `synchronous=NORMAL`: every write is one
 ///   transaction, so a crash of the process (even `SIGKILL`) loses nothing that was written and
 ///   never leaves half a write. A power loss or operating-system crash can lose the last

@@ -34,6 +34,37 @@ struct SQLiteStoreFileTests {
         try await store.close()
     }
 
+    @Test("a lock file deleted under an open store is locked again by its next write")
+    func lockFileDeletedThenWritten() async throws {
+        let first = try await open()
+        try await first.setEntry(bytes(10, 1), forKey: "a", expiresAt: nil)
+        try FileManager.default.removeItem(atPath: path + ".lock")
+        try await first.setEntry(bytes(10, 2), forKey: "b", expiresAt: nil)
+        #expect(FileManager.default.fileExists(atPath: path + ".lock"))
+        #expect(await storeError { () async throws(CacheStoreError) in try await open() } == .locked(path: path))
+        try await first.close()
+    }
+
+    @Test("a second store that takes a deleted lock file first makes the first store's writes fail as locked")
+    func lockFileDeletedThenTaken() async throws {
+        let first = try await open()
+        try await first.setEntry(bytes(10, 1), forKey: "a", expiresAt: nil)
+        try FileManager.default.removeItem(atPath: path + ".lock")
+        let second = try await open()
+        #expect(
+            await storeError { () async throws(CacheStoreError) in
+                try await first.setEntry(bytes(10, 2), forKey: "b", expiresAt: nil)
+            } == .locked(path: path)
+        )
+        try await second.setEntry(bytes(10, 3), forKey: "c", expiresAt: nil)
+        #expect(try await second.entry(forKey: "a")?.value == bytes(10, 1))
+        try await second.close()
+        // The second store released the lock: the first store's next write takes it again.
+        try await first.setEntry(bytes(10, 4), forKey: "d", expiresAt: nil)
+        #expect(try await first.entry(forKey: "d")?.value == bytes(10, 4))
+        try await first.close()
+    }
+
     @Test("a second store opening the same database gets locked, until the first closes")
     func secondOpenerInProcess() async throws {
         let first = try await open()
