@@ -94,6 +94,15 @@ struct RESPDecoderTests {
         }
     }
 
+    @Test("an unknown type byte is refused when it arrives, before any line end", arguments: ["?", "hello", "\u{0}"])
+    func unknownTypeByteWithoutLineEnd(_ text: String) {
+        let result = Self.decode(text)
+        guard case .protocolViolation = result.error else {
+            Issue.record("\(text.debugDescription) gave \(result)")
+            return
+        }
+    }
+
     @Test func limitsAreEnforced() {
         let limits = RedisReplyLimits(
             maximumBulkLength: 10,

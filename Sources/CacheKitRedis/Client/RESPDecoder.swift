@@ -130,10 +130,15 @@ package struct RESPDecoder {
         case aggregate(AggregateKind, count: Int)
     }
 
+    /// The bytes that begin a RESP2 or RESP3 value.
+    private static let typeBytes = Set("+-:_#,($!=*~>%|".utf8)
+
     /// Reads one type byte and its line (and a bulk body), or nothing when they are incomplete.
     private mutating func readToken(_ buffer: inout ByteBuffer) throws(RedisError) -> Token? {
         let start = buffer.readerIndex
         guard let type = buffer.getInteger(at: start, as: UInt8.self) else { return nil }
+        // Refused as soon as it arrives, not after the line that would follow it.
+        guard Self.typeBytes.contains(type) else { throw .protocolViolation("unknown type byte \(type)") }
         guard let lineEnd = try findLineEnd(buffer, from: start + 1) else { return nil }
         let line = buffer.viewBytes(at: start + 1, length: lineEnd - start - 1) ?? ByteBufferView()
         let afterLine = lineEnd + 2
