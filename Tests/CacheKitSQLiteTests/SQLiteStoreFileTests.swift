@@ -34,11 +34,17 @@ struct SQLiteStoreFileTests {
         try await store.close()
     }
 
+    /// An open store holding "a", whose lock file was deleted since.
+    func openThenDeleteLockFile() async throws -> SQLiteStore {
+        let store = try await open()
+        try await store.setEntry(bytes(10, 1), forKey: "a", expiresAt: nil)
+        try FileManager.default.removeItem(atPath: path + ".lock")
+        return store
+    }
+
     @Test("a lock file deleted under an open store is locked again by its next write")
     func lockFileDeletedThenWritten() async throws {
-        let first = try await open()
-        try await first.setEntry(bytes(10, 1), forKey: "a", expiresAt: nil)
-        try FileManager.default.removeItem(atPath: path + ".lock")
+        let first = try await openThenDeleteLockFile()
         try await first.setEntry(bytes(10, 2), forKey: "b", expiresAt: nil)
         #expect(FileManager.default.fileExists(atPath: path + ".lock"))
         #expect(await storeError { () async throws(CacheStoreError) in try await open() } == .locked(path: path))
@@ -47,9 +53,7 @@ struct SQLiteStoreFileTests {
 
     @Test("a second store that takes a deleted lock file first makes the first store's writes fail as locked")
     func lockFileDeletedThenTaken() async throws {
-        let first = try await open()
-        try await first.setEntry(bytes(10, 1), forKey: "a", expiresAt: nil)
-        try FileManager.default.removeItem(atPath: path + ".lock")
+        let first = try await openThenDeleteLockFile()
         let second = try await open()
         #expect(
             await storeError { () async throws(CacheStoreError) in
