@@ -16,8 +16,13 @@ extension SQLiteStoreState {
         var found = try row(forKey: key, connection)
         if found == nil {
             // The index holds exactly the keys with a row, so SQLite's own index on the key
-            // column missed it (a damaged page that its reads do not detect) or the row is lost.
-            try rebuildKeyIndex(missing: key, connection)
+            // column missed it (a damaged page that its reads do not detect), the row is lost,
+            // or a second store that took a deleted lock file removed it.
+            guard try rebuildKeyIndex(missing: key, connection) else {
+                index.removeValue(forKey: key)
+                pendingAccess[key] = nil
+                return nil
+            }
             found = try row(forKey: key, connection)
         }
         guard let found else {
@@ -35,11 +40,11 @@ extension SQLiteStoreState {
         }
         if let damage {
             problems.append(CacheStoreProblem(key: key, error: .corrupted(path: path, reason: damage)))
-            try drop(key)
+            try dropAfterRead(key)
             return nil
         }
         if let deadline = found.deadline, deadline <= clock.now() {
-            try drop(key)
+            try dropAfterRead(key)
             return nil
         }
         pendingAccess[key] = takeAccess()
@@ -65,7 +70,13 @@ extension SQLiteStoreState {
     /// Rebuilds SQLite's indexes of the entries from the table after the one on the key column
     /// missed `key`'s row, and reports it. A table that no longer makes a unique index (two rows
     /// for one key, written while the index was damaged) is damage that moves the database aside.
-    private mutating func rebuildKeyIndex(missing key: String, _ connection: SQLiteConnection) throws(CacheStoreError) {
+    /// Returns `false`, changing nothing, when a second store holds the lock file (see
+    /// ``LockFile/reassert()``): its writes, not damage, explain the missing row.
+    private mutating func rebuildKeyIndex(
+        missing key: String,
+        _ connection: SQLiteConnection
+    ) throws(CacheStoreError) -> Bool {
+        guard try isStillOwner() else { return false }
         do throws(CacheStoreError) {
             try connection.execute("REINDEX cachekit_entries")
         } catch {
@@ -76,6 +87,30 @@ extension SQLiteStoreState {
         }
         let reason = "the index on the key column missed a stored key's row; it was rebuilt from the table"
         problems.append(CacheStoreProblem(key: key, error: .corrupted(path: path, reason: reason)))
+        return true
+    }
+
+    /// Whether this store still holds its lock file, locking a new one if it was deleted; `false`
+    /// when a second store took the new one.
+    private func isStillOwner() throws(CacheStoreError) -> Bool {
+        do throws(CacheStoreError) {
+            try lock?.reassert()
+            return true
+        } catch {
+            guard case .locked = error else { throw error }
+            return false
+        }
+    }
+
+    /// Drops `key` after a read found it damaged or expired, unless a second store that took a
+    /// deleted lock file owns the database now: the row is then left to it.
+    private mutating func dropAfterRead(_ key: String) throws(CacheStoreError) {
+        guard try isStillOwner() else {
+            index.removeValue(forKey: key)
+            pendingAccess[key] = nil
+            return
+        }
+        try drop(key)
     }
 
     /// Deletes `key`'s row (one statement, atomic on its own) and its index entry.
@@ -91,7 +126,10 @@ extension SQLiteStoreState {
         guard value.count <= byteLimit else {
             // As a write that succeeds would: the key's older value is gone either way, so that a
             // refused write never leaves a stale value behind (DiskStore and Cache do the same).
-            if index.contains(key) { try drop(key) }
+            if index.contains(key) {
+                try lock?.reassert()
+                try drop(key)
+            }
             throw .tooLarge(key: key, bytes: value.count, limit: byteLimit)
         }
         let now = clock.now()
@@ -129,6 +167,7 @@ extension SQLiteStoreState {
     mutating func removeEntry(forKey key: String) throws(CacheStoreError) -> Bool {
         try SQLiteStore.validate(key: key)
         let connection = try ready()
+        try lock?.reassert()
         var removed = false
         var deleted = false
         let now = clock.now()
@@ -140,7 +179,7 @@ extension SQLiteStoreState {
         if !deleted, index.contains(key) {
             // A row left behind would come back at the next open: as for a read, the key index
             // missed it.
-            try rebuildKeyIndex(missing: key, connection)
+            _ = try rebuildKeyIndex(missing: key, connection)
             try connection.run(delete, [.text(key)]) { row in
                 removed = row.isNull(0) || Date(timeIntervalSinceReferenceDate: row.real(0)) > now
             }
@@ -178,7 +217,9 @@ extension SQLiteStoreState {
                 // Damage that writing the last accesses finds moves the database aside while the
                 // lock is still held, as for any operation; the new, empty one then closes.
                 if try startAfresh(after: error) { return try close() }
-                failure = error
+                // A second store took a deleted lock file: the accesses, an eviction hint and
+                // no data, are left unwritten.
+                if case .locked = error {} else { failure = error }
             }
         }
         connection.close()

@@ -49,9 +49,10 @@ import Synchronization
 ///   The lock file stays on disk after close. Before each write the store checks that its lock
 ///   file is still there (two system calls): if it was deleted, the store locks a new one and
 ///   stays the only owner. If a second store opened the database meanwhile (it made and locked
-///   the new file first), the first store's writes throw ``CacheKit/CacheStoreError/locked(path:)``
-///   while the second holds it, and its reads only miss what the second wrote: SQLite's own locks keep the
-///   database whole throughout. The store does not lock the database file itself, because
+///   the new file first), the first store's writes and removals throw
+///   ``CacheKit/CacheStoreError/locked(path:)`` while the second holds it; its reads miss what
+///   the second wrote or removed, reporting nothing, and its `close()` leaves its last reads'
+///   access records unwritten. SQLite's own locks keep the database whole throughout. The store does not lock the database file itself, because
 ///   closing any descriptor of that file would drop the POSIX locks SQLite holds on it in this
 ///   process.
 /// - **Durability.** The database runs in WAL mode with `synchronous=NORMAL`: every write is one

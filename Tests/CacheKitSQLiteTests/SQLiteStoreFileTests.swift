@@ -35,8 +35,8 @@ struct SQLiteStoreFileTests {
     }
 
     /// An open store holding "a", whose lock file was deleted since.
-    func openThenDeleteLockFile() async throws -> SQLiteStore {
-        let store = try await open()
+    func openThenDeleteLockFile(problems: ProblemLog = ProblemLog()) async throws -> SQLiteStore {
+        let store = try await SQLiteStore(path: directory.file(), byteLimit: 1 << 20, problemHandler: problems.handler)
         try await store.setEntry(bytes(10, 1), forKey: "a", expiresAt: nil)
         try FileManager.default.removeItem(atPath: path + ".lock")
         return store
@@ -53,20 +53,39 @@ struct SQLiteStoreFileTests {
 
     @Test("a second store that takes a deleted lock file first makes the first store's writes fail as locked")
     func lockFileDeletedThenTaken() async throws {
-        let first = try await openThenDeleteLockFile()
+        let problems = ProblemLog()
+        let first = try await openThenDeleteLockFile(problems: problems)
         let second = try await open()
         #expect(
             await storeError { () async throws(CacheStoreError) in
                 try await first.setEntry(bytes(10, 2), forKey: "b", expiresAt: nil)
             } == .locked(path: path)
         )
+        #expect(
+            await storeError { () async throws(CacheStoreError) in try await first.removeEntry(forKey: "a") }
+                == .locked(path: path)
+        )
         try await second.setEntry(bytes(10, 3), forKey: "c", expiresAt: nil)
         #expect(try await second.entry(forKey: "a")?.value == bytes(10, 1))
+        #expect(try await second.removeEntry(forKey: "a"))
+        // A row the second store removed is a plain miss to the first, not damage.
+        #expect(try await first.entry(forKey: "a") == nil)
+        #expect(problems.all.isEmpty, "\(problems.all)")
         try await second.close()
         // The second store released the lock: the first store's next write takes it again.
         try await first.setEntry(bytes(10, 4), forKey: "d", expiresAt: nil)
         #expect(try await first.entry(forKey: "d")?.value == bytes(10, 4))
         try await first.close()
+    }
+
+    @Test("a store whose deleted lock file a second store took closes without writing its last reads")
+    func lockFileDeletedThenTakenThenClosed() async throws {
+        let first = try await openThenDeleteLockFile()
+        #expect(try await first.entry(forKey: "a")?.value == bytes(10, 1), "a read whose access record is pending")
+        let second = try await open()
+        try await first.close()
+        #expect(try await second.entry(forKey: "a")?.value == bytes(10, 1))
+        try await second.close()
     }
 
     @Test("a second store opening the same database gets locked, until the first closes")
