@@ -67,24 +67,15 @@ extension SQLiteStoreState {
         return found
     }
 
-    /// Rebuilds SQLite's indexes of the entries from the table after the one on the key column
-    /// missed `key`'s row, and reports it. A table that no longer makes a unique index (two rows
-    /// for one key, written while the index was damaged) is damage that moves the database aside.
-    /// Returns `false`, changing nothing, when a second store holds the lock file (see
+    /// Rebuilds SQLite's indexes of the entries from the table (``reindex(_:)``) after the one on
+    /// the key column missed `key`'s row, and reports it. Returns `false`, changing nothing, when a second store holds the lock file (see
     /// ``LockFile/reassert()``): its writes, not damage, explain the missing row.
     private mutating func rebuildKeyIndex(
         missing key: String,
         _ connection: SQLiteConnection
     ) throws(CacheStoreError) -> Bool {
         guard try isStillOwner() else { return false }
-        do throws(CacheStoreError) {
-            try connection.execute("REINDEX cachekit_entries")
-        } catch {
-            throw .corrupted(
-                path: path,
-                reason: "the index on the key column cannot be rebuilt (\(error))" + SQLiteConnection.ownDamage
-            )
-        }
+        try reindex(connection)
         let reason = "the index on the key column missed a stored key's row; it was rebuilt from the table"
         problems.append(CacheStoreProblem(key: key, error: .corrupted(path: path, reason: reason)))
         return true

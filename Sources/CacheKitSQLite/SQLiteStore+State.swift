@@ -198,19 +198,33 @@ package struct SQLiteStoreState {
         var lastAccess: Int64 = 0
         // Reads of keys whose entry is gone (a crash between the two deletes of a removal).
         try connection.execute("DELETE FROM cachekit_reads WHERE key NOT IN (SELECT key FROM cachekit_entries)")
+        // SQLite's index on the key column, read on its own, and the table's rows (`NOT
+        // INDEXED`): a row whose key the index lacks, or an index key no row has, means damage
+        // to one of the two, which SQLite's reads do not detect.
+        var indexed = Set<String>()
+        try connection.run("SELECT key FROM cachekit_entries INDEXED BY sqlite_autoindex_cachekit_entries_1") {
+            indexed.insert($0.text(0))
+        }
+        var suspects: [Int64] = []
         // An entry's last use is its write (`cachekit_entries.access`) or its last read written
-        // since (`cachekit_reads`), whichever is later. The keys come from the table's rows
-        // (`NOT INDEXED`), never from SQLite's index on the key column, which could otherwise
-        // bring a damaged key into the index.
+        // since (`cachekit_reads`), whichever is later.
         let query: SQL = """
-            SELECT e.key, length(e.value), max(e.access, coalesce(r.access, 0)) AS used
+            SELECT e.key, length(e.value), max(e.access, coalesce(r.access, 0)) AS used, e.rowid
             FROM cachekit_entries AS e NOT INDEXED LEFT JOIN cachekit_reads AS r ON r.key = e.key
             ORDER BY used, e.key
             """
         try connection.run(query) { row in
-            let size = Int(row.integer(1))
-            index.setValue(size, forKey: row.text(0), cost: size)
             lastAccess = max(lastAccess, row.integer(2))
+            let key = row.isNull(0) ? nil : row.text(0)
+            guard let key, indexed.remove(key) != nil else {
+                suspects.append(row.integer(3))
+                return
+            }
+            let size = Int(row.integer(1))
+            index.setValue(size, forKey: key, cost: size)
+        }
+        if !suspects.isEmpty || !indexed.isEmpty {
+            try settle(suspects: suspects, unmatched: indexed, into: index, connection)
         }
         for (key, _) in pendingAccess.sorted(by: { $0.value < $1.value }) where index.contains(key) {
             _ = index.value(forKey: key)
@@ -221,6 +235,68 @@ package struct SQLiteStoreState {
         let victims = evicted.take()
         if !victims.isEmpty {
             try inTransaction { state throws(CacheStoreError) in try state.deleteRows(victims) }
+        }
+    }
+
+    /// Settles a table and a key index that disagree. Each suspect row (by rowid: its key is
+    /// NULL or missing from the index) whose checksum holds is whole, so the index was damaged:
+    /// it joins `index`. One whose checksum fails is damaged: SQLite's indexes are rebuilt from
+    /// the table, then it is deleted and reported. When damaged rows were found, each key of
+    /// `unmatched` (in the index, on no row) was theirs: it is reported lost.
+    private mutating func settle(
+        suspects: [Int64],
+        unmatched: Set<String>,
+        into index: SerialCache<String, Int>,
+        _ connection: SQLiteConnection
+    ) throws(CacheStoreError) {
+        var damaged: [Int64] = []
+        for rowid in suspects {
+            var whole = false
+            var entry: (key: String, size: Int)?
+            let query: SQL = "SELECT key, value, size, deadline, checksum FROM cachekit_entries WHERE rowid = ?"
+            try connection.run(query, [.integer(rowid)]) { row in
+                guard !row.isNull(0), !row.isNull(4) else { return }
+                let (key, value, size) = (row.text(0), row.blob(1), row.integer(2))
+                let deadline = row.isNull(3) ? nil : Date(timeIntervalSinceReferenceDate: row.real(3))
+                whole =
+                    size == Int64(value.count)
+                    && row.integer(4) == Self.checksum(key: key, value: value, size: size, deadline: deadline)
+                entry = (key, value.count)
+            }
+            if whole, let entry {
+                index.setValue(entry.size, forKey: entry.key, cost: entry.size)
+            } else {
+                damaged.append(rowid)
+            }
+        }
+        // Rebuilt first: deleting a row whose key the index lacks is damage to SQLite.
+        try reindex(connection)
+        for rowid in damaged {
+            try connection.run("DELETE FROM cachekit_entries WHERE rowid = ?", [.integer(rowid)])
+        }
+        if !damaged.isEmpty {
+            let reason = "\(damaged.count) rows whose key was damaged were dropped"
+            problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: reason)))
+            for key in unmatched.sorted() {
+                let lost = "the entry's row was damaged and dropped"
+                problems.append(CacheStoreProblem(key: key, error: .corrupted(path: path, reason: lost)))
+            }
+        }
+        let reason = "the index on the key column did not match the table's rows; it was rebuilt from them"
+        problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: reason)))
+    }
+
+    /// Rebuilds SQLite's indexes of the entries from the table. A table that no longer makes a
+    /// unique index (two rows for one key, written while the index was damaged) is damage that
+    /// moves the database aside.
+    func reindex(_ connection: SQLiteConnection) throws(CacheStoreError) {
+        do throws(CacheStoreError) {
+            try connection.execute("REINDEX cachekit_entries")
+        } catch {
+            throw .corrupted(
+                path: path,
+                reason: "the index on the key column cannot be rebuilt (\(error))" + SQLiteConnection.ownDamage
+            )
         }
     }
 

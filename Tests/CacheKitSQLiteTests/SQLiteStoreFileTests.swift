@@ -246,6 +246,47 @@ struct SQLiteStoreFileTests {
         }
     }
 
+    @Test("a damaged key in a table row: the entry is dropped and reported by its key, the others are kept")
+    func damagedKeyInTheTable() async throws {
+        let store = try await open()
+        for i in 0..<40 { try await store.setEntry(bytes(20, UInt8(i)), forKey: "key-\(i)", expiresAt: nil) }
+        try await store.close()
+        let connection = try SQLiteConnection(path: path)
+        var indexRoot = 0
+        try connection.run("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_cachekit_entries_1'") {
+            indexRoot = Int($0.integer(0))
+        }
+        connection.close()
+        var data = try Data(contentsOf: directory.file())
+        let pageSize = Int(data[16]) << 8 | Int(data[17])
+        let indexPage = (indexRoot - 1) * pageSize..<indexRoot * pageSize
+        // The key's text in its table row (outside the index's page): changed, so that the row's
+        // checksum no longer matches it and the index no longer names it.
+        var search = data.startIndex..<data.endIndex
+        var row: Range<Int>?
+        while row == nil, let found = data[search].firstRange(of: Data("key-17".utf8)) {
+            if !indexPage.contains(found.lowerBound) { row = found }
+            search = found.upperBound..<data.endIndex
+        }
+        data[try #require(row).lowerBound + 2] = UInt8(ascii: "z")
+        try data.write(to: directory.file())
+
+        let problems = ProblemLog()
+        let damaged = try await SQLiteStore(
+            path: directory.file(),
+            byteLimit: 1 << 20,
+            problemHandler: problems.handler
+        )
+        #expect(try await damaged.usage().count == 39)
+        #expect(try await damaged.entry(forKey: "key-17") == nil)
+        for i in 0..<40 where i != 17 {
+            #expect(try await damaged.entry(forKey: "key-\(i)")?.value == bytes(20, UInt8(i)), "key-\(i)")
+        }
+        try await damaged.close()
+        #expect(problems.all.contains { $0.key == "key-17" }, "\(problems.all)")
+        #expect(problems.all.count == 3, "\(problems.all)")
+    }
+
     @Test(
         "a byte flipped anywhere in the database: the store opens, and each read is the value written or a miss"
     )
