@@ -68,8 +68,9 @@ extension SQLiteStoreState {
     }
 
     /// Rebuilds SQLite's indexes of the entries from the table (``reindex(_:)``) after the one on
-    /// the key column missed `key`'s row, and reports it. Returns `false`, changing nothing, when a second store holds the lock file (see
-    /// ``LockFile/reassert()``): its writes, not damage, explain the missing row.
+    /// the key column missed `key`'s row, and reports it. Returns `false`, changing nothing, when
+    /// a second store holds the lock file (see ``LockFile/reassert()``): its writes, not damage,
+    /// explain the missing row.
     private mutating func rebuildKeyIndex(
         missing key: String,
         _ connection: SQLiteConnection

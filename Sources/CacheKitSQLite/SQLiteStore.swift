@@ -52,9 +52,9 @@ import Synchronization
 ///   the new file first), the first store's writes and removals throw
 ///   ``CacheKit/CacheStoreError/locked(path:)`` while the second holds it; its reads miss what
 ///   the second wrote or removed, reporting nothing, and its `close()` leaves its last reads'
-///   access records unwritten. SQLite's own locks keep the database whole throughout. The store does not lock the database file itself, because
-///   closing any descriptor of that file would drop the POSIX locks SQLite holds on it in this
-///   process.
+///   access records unwritten. SQLite's own locks keep the database whole throughout. The store
+///   does not lock the database file itself, because closing any descriptor of that file would
+///   drop the POSIX locks SQLite holds on it in this process.
 /// - **Durability.** The database runs in WAL mode with `synchronous=NORMAL`: every write is one
 ///   transaction, so a crash of the process (even `SIGKILL`) loses nothing that was written and
 ///   never leaves half a write. A power loss or operating-system crash can lose the last
