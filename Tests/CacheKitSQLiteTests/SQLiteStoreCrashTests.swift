@@ -16,7 +16,7 @@ struct SQLiteStoreCrashTests {
     @Test(
         "a writer killed with SIGKILL at random moments leaves whole entries within the limits, 60 times",
         .enabled(if: sqliteCrashHelper != nil, Comment(rawValue: testHelperMissing)),
-        .timeLimit(.minutes(1))
+        .timeLimit(.minutes(10))
     )
     func killedWriter() async throws {
         let helper = try #require(sqliteCrashHelper)

@@ -163,14 +163,7 @@ struct SQLiteStoreFileTests {
         try #require(trunk > 0, "the removals left free pages")
         let start = (trunk - 1) * pageSize
         for offset in start..<start + pageSize { data[offset] = 0xA5 }
-        try data.write(to: directory.file())
-
-        let problems = ProblemLog()
-        let damaged = try await SQLiteStore(
-            path: directory.file(),
-            byteLimit: 1 << 20,
-            problemHandler: problems.handler
-        )
+        let (damaged, problems) = try await reopen(data)
         #expect(problems.all.isEmpty, "opening reads no free page")
         #expect(try await damaged.entry(forKey: "key-290")?.value == bytes(500, UInt8(290 % 200)))
         try await damaged.setEntry(bytes(30_000, 9), forKey: "big", expiresAt: nil)
@@ -195,36 +188,44 @@ struct SQLiteStoreFileTests {
         #expect(problems.all.count == 1)
     }
 
-    @Test(
-        "a damaged index on the key column: reads still find every entry, a removal stays removed, and both report it",
-        arguments: [false, true]
-    )
-    func damagedKeyIndex(removingFirst: Bool) async throws {
+    /// A store opened on `data`, written as its database, with the problems it reports.
+    func reopen(_ data: Data) async throws -> (SQLiteStore, ProblemLog) {
+        try data.write(to: directory.file())
+        let problems = ProblemLog()
+        let store = try await SQLiteStore(path: directory.file(), byteLimit: 1 << 20, problemHandler: problems.handler)
+        return (store, problems)
+    }
+
+    /// A closed store's database of 40 small entries (`key-0` to `key-39`), its bytes, and the
+    /// byte range of the root page of SQLite's index on the key column (a leaf at this size).
+    func fortyEntriesAndTheirIndexPage() async throws -> (data: Data, indexPage: Range<Int>) {
         let store = try await open()
         for i in 0..<40 { try await store.setEntry(bytes(20, UInt8(i)), forKey: "key-\(i)", expiresAt: nil) }
         try await store.close()
-        // The key index's root page, a leaf at this size, holds each key's text: one of them is
-        // changed there, which SQLite's lookups do not notice.
         let connection = try SQLiteConnection(path: path)
         var root = 0
         try connection.run("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_cachekit_entries_1'") {
             root = Int($0.integer(0))
         }
         connection.close()
-        var data = try Data(contentsOf: directory.file())
+        let data = try Data(contentsOf: directory.file())
         let pageSize = Int(data[16]) << 8 | Int(data[17])
         try #require(root > 1)
-        let page = (root - 1) * pageSize..<root * pageSize
+        return (data, (root - 1) * pageSize..<root * pageSize)
+    }
+
+    @Test(
+        "a damaged index on the key column: reads still find every entry, a removal stays removed, and both report it",
+        arguments: [false, true]
+    )
+    func damagedKeyIndex(removingFirst: Bool) async throws {
+        // The key index's root page, a leaf at this size, holds each key's text: one of them is
+        // changed there, which SQLite's lookups do not notice.
+        let (pristine, page) = try await fortyEntriesAndTheirIndexPage()
+        var data = pristine
         let found = try #require(data[page].firstRange(of: Data("key-17".utf8)), "the key's text in its index page")
         data[found.lowerBound + 2] = UInt8(ascii: "z")
-        try data.write(to: directory.file())
-
-        let problems = ProblemLog()
-        let damaged = try await SQLiteStore(
-            path: directory.file(),
-            byteLimit: 1 << 20,
-            problemHandler: problems.handler
-        )
+        let (damaged, problems) = try await reopen(data)
         if removingFirst {
             #expect(try await damaged.removeEntry(forKey: "key-17"))
             try await damaged.close()
@@ -248,18 +249,8 @@ struct SQLiteStoreFileTests {
 
     @Test("a damaged key in a table row: the entry is dropped and reported by its key, the others are kept")
     func damagedKeyInTheTable() async throws {
-        let store = try await open()
-        for i in 0..<40 { try await store.setEntry(bytes(20, UInt8(i)), forKey: "key-\(i)", expiresAt: nil) }
-        try await store.close()
-        let connection = try SQLiteConnection(path: path)
-        var indexRoot = 0
-        try connection.run("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_cachekit_entries_1'") {
-            indexRoot = Int($0.integer(0))
-        }
-        connection.close()
-        var data = try Data(contentsOf: directory.file())
-        let pageSize = Int(data[16]) << 8 | Int(data[17])
-        let indexPage = (indexRoot - 1) * pageSize..<indexRoot * pageSize
+        let (pristine, indexPage) = try await fortyEntriesAndTheirIndexPage()
+        var data = pristine
         // The key's text in its table row (outside the index's page): changed, so that the row's
         // checksum no longer matches it and the index no longer names it.
         var search = data.startIndex..<data.endIndex
@@ -269,14 +260,7 @@ struct SQLiteStoreFileTests {
             search = found.upperBound..<data.endIndex
         }
         data[try #require(row).lowerBound + 2] = UInt8(ascii: "z")
-        try data.write(to: directory.file())
-
-        let problems = ProblemLog()
-        let damaged = try await SQLiteStore(
-            path: directory.file(),
-            byteLimit: 1 << 20,
-            problemHandler: problems.handler
-        )
+        let (damaged, problems) = try await reopen(data)
         #expect(try await damaged.usage().count == 39)
         #expect(try await damaged.entry(forKey: "key-17") == nil)
         for i in 0..<40 where i != 17 {

@@ -107,7 +107,7 @@ func makeCache(_ count: Int = 10) -> Cache<Int, Int> {
     return cache
 }
 
-@Suite("Memory pressure", .timeLimit(.minutes(1)))
+@Suite("Memory pressure", .timeLimit(.minutes(10)))
 struct MemoryPressureTests {
     // MARK: Thresholds
 

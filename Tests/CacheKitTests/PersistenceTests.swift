@@ -1038,7 +1038,7 @@ struct PersistenceTests {
     @Test(
         "a process killed with SIGKILL while saving leaves the previous or the new snapshot, 100 times",
         .enabled(if: crashHelper != nil, Comment(rawValue: testHelperMissing)),
-        .timeLimit(.minutes(1))
+        .timeLimit(.minutes(10))
     )
     func crash() throws {
         let helper = try #require(Self.crashHelper)
