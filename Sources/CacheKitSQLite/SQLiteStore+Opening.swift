@@ -41,22 +41,14 @@ extension SQLiteStoreState {
             if let damage = headerDamage(path), isStoreOrGarbage(path) {
                 // SQLite would refuse such a file (as read-only, or of an unsupported format)
                 // without calling it damaged.
-                try moveAside(path)
-                let state = try openDatabase(arguments)
-                let reason = "\(damage); the database was moved to \(path).damaged and the store starts empty"
-                problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: reason)))
-                return state
+                return try salvage(arguments, found: damage, problems: &problems)
             }
             do throws(CacheStoreError) {
                 return try openDatabase(arguments)
             } catch {
                 guard SQLiteConnection.isDamage(error), case .corrupted(_, let found) = error, isStoreOrGarbage(path)
                 else { throw error }
-                try moveAside(path)
-                let state = try openDatabase(arguments)
-                let reason = "\(found); the database was moved to \(path).damaged and the store starts empty"
-                problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: reason)))
-                return state
+                return try salvage(arguments, found: found, problems: &problems)
             }
         } catch {
             lock.release()
@@ -65,25 +57,199 @@ extension SQLiteStoreState {
     }
 
     /// After an operation of an open store found its database damaged (`SQLITE_CORRUPT`,
-    /// `SQLITE_NOTADB`: a page the open did not read, such as the key index's): closes the
-    /// connection, moves the database aside with its log as `open` does, and continues in a new,
-    /// empty database under the same lock. `problems` gets a report. Returns `false`, changing
-    /// nothing, when `error` is not damage or the file is not a store's.
+    /// `SQLITE_NOTADB`: a page the open did not read, such as the key index's; or a broken page
+    /// that `PRAGMA quick_check` found): closes the connection and salvages the database as
+    /// `open` does, under the same lock, carrying the reads not yet written over. `problems`
+    /// gets a report, and each key the store held that the new database lacks is reported
+    /// lost by name. Returns `false`, changing nothing, when `error` is not damage or the file
+    /// is not a store's.
     mutating func startAfresh(after error: CacheStoreError) throws(CacheStoreError) -> Bool {
         guard SQLiteConnection.isDamage(error), case .corrupted(_, let found) = error, let lock,
             Self.isStoreOrGarbage(path)
         else { return false }
         connection?.close()
         connection = nil
-        index.removeAll()
-        pendingAccess.removeAll()
-        try Self.moveAside(path)
-        var fresh = try Self.openDatabase((path, countLimit, byteLimit, policy, clock, lock))
+        var problems = self.problems
+        var fresh = try Self.salvage(
+            (path, countLimit, byteLimit, policy, clock, lock),
+            found: found,
+            problems: &problems,
+            held: index.keys,
+            accesses: pendingAccess
+        )
         fresh.problems = problems
-        let reason = "\(found); the database was moved to \(path).damaged and the store starts empty"
-        fresh.problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: reason)))
         self = fresh
         return true
+    }
+
+    /// Moves the damaged database at `arguments`' path aside with its log, opens a new one in
+    /// its place, and copies into it every entry of the damaged one that SQLite can still read,
+    /// whose checksum holds and that has not expired (``copyVerifiedRows(from:indexed:accesses:)``),
+    /// with its last use: the store keeps what it can prove whole. When the damaged file cannot
+    /// be read at all, the new database stays empty. `problems` gets a report naming the file
+    /// and how many entries were kept, and one for each key the new database lacks that the
+    /// store `held`, that the damaged database's key index names, or whose row was read and
+    /// found damaged.
+    private static func salvage(
+        _ arguments: (String, Int, Int, EvictionPolicy, WallClock, LockFile),
+        found: String,
+        problems: inout [CacheStoreProblem],
+        held: [String] = [],
+        accesses: [String: Int64] = [:]
+    ) throws(CacheStoreError) -> SQLiteStoreState {
+        let path = arguments.0
+        try moveAside(path)
+        var state = try openDatabase(arguments)
+        let damaged = path + ".damaged"
+        var lost = Set(held)
+        var copied = 0
+        // A store's file whose header SQLite refuses is read through a copy with the header
+        // repaired.
+        let repaired = repairedCopy(of: damaged)
+        let readable = repaired ?? damaged
+        if let source = try? SQLiteConnection(path: readable), (try? source.execute("PRAGMA query_only = ON")) != nil {
+            // As far as it can be read: the keys the damaged database's own index names.
+            var indexed = Set<String>()
+            try? source.run("SELECT key FROM cachekit_entries INDEXED BY sqlite_autoindex_cachekit_entries_1") {
+                indexed.insert($0.text(0))
+            }
+            lost.formUnion(indexed)
+            let (count, dropped) = state.copyVerifiedRows(from: source, indexed: indexed, accesses: accesses)
+            copied = count
+            lost.formUnion(dropped)
+            source.close()
+        }
+        for name in [readable + "-shm"] + (repaired.map { [$0, $0 + "-wal"] } ?? []) { unlink(name) }
+        if copied > 0 {
+            // The copied rows join the index, in their order of last use, within the limits.
+            do throws(CacheStoreError) {
+                try state.rebuildIndex()
+            } catch {
+                state.connection?.close()
+                throw error
+            }
+        }
+        let kept =
+            copied == 0
+            ? "the store starts empty"
+            : "the store keeps \(copied) \(copied == 1 ? "entry" : "entries") it read and verified"
+        let reason = "\(found); the database was moved to \(damaged) and \(kept)"
+        problems.append(CacheStoreProblem(key: nil, error: .corrupted(path: path, reason: reason)))
+        let named = Set(problems.compactMap(\.key))
+        for key in lost.sorted() where !state.index.contains(key) && !named.contains(key) {
+            let reason = "the entry was lost with the damaged database"
+            problems.append(CacheStoreProblem(key: key, error: .corrupted(path: path, reason: reason)))
+        }
+        return state
+    }
+
+    /// A copy of the store's database at `damaged` (and of its log) whose header has the fields
+    /// SQLite refuses or misreads a file for set to sound values: the magic string, the file
+    /// format versions (2, write-ahead logging), the payload fractions, the schema format (4),
+    /// an invalid page size (4,096, SQLite's default), the size in pages (the file's), and the
+    /// text encoding (UTF-8, the only one a store writes). `nil` when the header is sound, too
+    /// short, or does not carry the store's application id (big-endian at offset 68): garbage,
+    /// or someone else's. The copy is the caller's to delete.
+    private static func repairedCopy(of damaged: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: damaged) else { return nil }
+        let header = [UInt8]((try? handle.read(upToCount: 100)) ?? Data())
+        try? handle.close()
+        guard header.count == 100, header[68..<72].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == applicationID
+        else { return nil }
+        var fixed = header
+        fixed.replaceSubrange(0..<16, with: Array("SQLite format 3\0".utf8))
+        for offset in [18, 19] where !(1...2).contains(fixed[offset]) { fixed[offset] = 2 }
+        fixed.replaceSubrange(21..<24, with: [64, 32, 32])
+        if !(1...4).contains(fixed[44..<48].reduce(UInt32(0), { $0 << 8 | UInt32($1) })) {
+            fixed.replaceSubrange(44..<48, with: [0, 0, 0, 4])
+        }
+        let sizeField = Int(fixed[16]) << 8 | Int(fixed[17])
+        if sizeField != 1 && (sizeField < 512 || sizeField & (sizeField - 1) != 0) {
+            fixed.replaceSubrange(16..<18, with: [0x10, 0x00])
+        }
+        let pageSize = sizeField == 1 ? 65_536 : Int(fixed[16]) << 8 | Int(fixed[17])
+        let fileSize = (try? FileManager.default.attributesOfItem(atPath: damaged)[.size] as? Int) ?? 0
+        let pages = UInt32(clamping: fileSize / pageSize)
+        fixed.replaceSubrange(28..<32, with: (0..<4).map { UInt8(truncatingIfNeeded: pages >> (24 - 8 * $0)) })
+        fixed.replaceSubrange(56..<60, with: [0, 0, 0, 1])
+        guard fixed != header else { return nil }
+        let copy = damaged + ".repaired"
+        for name in [copy, copy + "-wal", copy + "-shm"] { unlink(name) }
+        do {
+            try FileManager.default.copyItem(atPath: damaged, toPath: copy)
+            if FileManager.default.fileExists(atPath: damaged + "-wal") {
+                try FileManager.default.copyItem(atPath: damaged + "-wal", toPath: copy + "-wal")
+            }
+            let writer = try FileHandle(forWritingTo: URL(fileURLWithPath: copy))
+            defer { try? writer.close() }
+            try writer.write(contentsOf: fixed)
+            return copy
+        } catch {
+            for name in [copy, copy + "-wal"] { unlink(name) }
+            return nil
+        }
+    }
+
+    /// Copies from `source` (a damaged store's database) every entry row SQLite can read whose
+    /// key and checksum hold and which has not expired, in one transaction of this state's
+    /// empty database. The rows are read in the table's order (`NOT INDEXED`: the key index may
+    /// be what is damaged); a read that SQLite stops at a damaged page is followed by a lookup
+    /// of each of `indexed` (the keys of the damaged file's key index) not copied yet, each
+    /// failing alone. An entry's access is the latest of its row's, its last read written to
+    /// `cachekit_reads` and `accesses`. Returns how many entries were copied, and the keys of
+    /// rows read and found damaged.
+    private mutating func copyVerifiedRows(
+        from source: SQLiteConnection,
+        indexed: Set<String>,
+        accesses: [String: Int64]
+    ) -> (copied: Int, dropped: [String]) {
+        guard let connection else { return (0, []) }
+        var reads: [String: Int64] = [:]
+        try? source.run("SELECT key, access FROM cachekit_reads") { row in
+            if !row.isNull(0) { reads[row.text(0)] = row.integer(1) }
+        }
+        var copied = Set<String>()
+        var dropped: [String] = []
+        let now = clock.now()
+        let insert: SQL = """
+            INSERT OR REPLACE INTO cachekit_entries (key, value, size, deadline, access, checksum)
+            VALUES (?, ?, ?, ?, ?, ?)
+            """
+        func copy(_ row: SQLiteRow) throws(CacheStoreError) {
+            guard !row.isNull(0), !row.isNull(5) else { return }
+            let (key, value, size) = (row.text(0), row.blob(1), row.integer(2))
+            let deadline = row.isNull(3) ? nil : Date(timeIntervalSinceReferenceDate: row.real(3))
+            let checksum = row.integer(5)
+            guard size == Int64(value.count),
+                checksum == Self.checksum(key: key, value: value, size: size, deadline: deadline)
+            else {
+                dropped.append(key)
+                return
+            }
+            if let deadline, deadline <= now { return }
+            let access = max(row.integer(4), reads[key] ?? 0, accesses[key] ?? 0)
+            let deadlineValue: SQLiteValue = deadline.map { .real($0.timeIntervalSinceReferenceDate) } ?? .null
+            try connection.run(
+                insert,
+                [.text(key), .blob(value), .integer(size), deadlineValue, .integer(access), .integer(checksum)]
+            )
+            copied.insert(key)
+        }
+        do {
+            try connection.begin()
+            let columns = "SELECT key, value, size, deadline, access, checksum FROM cachekit_entries"
+            let scan: SQL = "SELECT key, value, size, deadline, access, checksum FROM cachekit_entries NOT INDEXED"
+            if (try? source.run(scan, row: copy)) == nil {
+                for key in indexed.sorted() where !copied.contains(key) {
+                    try? source.run(source.statement(columns + " WHERE key = ?"), [.text(key)], row: copy)
+                }
+            }
+            try connection.commit()
+            return (copied.count, dropped)
+        } catch {
+            connection.rollback()
+            return (0, [])
+        }
     }
 
     /// Whether the file at `path` may be moved aside as a store's damaged database: its header

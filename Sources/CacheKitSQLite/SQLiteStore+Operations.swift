@@ -39,6 +39,15 @@ extension SQLiteStoreState {
             damage = nil
         }
         if let damage {
+            if !pagesCheckedSinceWrite {
+                // Damage to a page's structure makes SQLite write rows over others, which then
+                // read back damaged: the pages are checked, and broken ones salvage the
+                // database (see `perform`). Sound pages mean damage to this row alone.
+                if let broken = brokenPages(connection) {
+                    throw .corrupted(path: path, reason: broken + SQLiteConnection.ownDamage)
+                }
+                pagesCheckedSinceWrite = true
+            }
             problems.append(CacheStoreProblem(key: key, error: .corrupted(path: path, reason: damage)))
             try dropAfterRead(key)
             return nil

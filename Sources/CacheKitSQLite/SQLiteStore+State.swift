@@ -47,6 +47,9 @@ package struct SQLiteStoreState {
     var readsSinceFlush = 0
     /// The next value of the `access` column: larger than every one written.
     var nextAccess: Int64 = 1
+    /// Whether `PRAGMA quick_check` found the pages sound since the last write
+    /// (``brokenPages(_:)``): a damaged row read meanwhile needs no second check.
+    var pagesCheckedSinceWrite = false
     /// Set when a transaction failed after the index changed: the index is rebuilt from the
     /// database before the next operation.
     var indexIsStale = false
@@ -91,6 +94,7 @@ package struct SQLiteStoreState {
             try writePendingAccess()
             let result = try body(&self)
             try connection.commit()
+            pagesCheckedSinceWrite = false
             pendingAccess.removeAll(keepingCapacity: true)
             readsSinceFlush = 0
             return result
@@ -238,17 +242,25 @@ package struct SQLiteStoreState {
         }
     }
 
-    /// Settles a table and a key index that disagree. Each suspect row (by rowid: its key is
-    /// NULL or missing from the index) whose checksum holds is whole, so the index was damaged:
-    /// it joins `index`. One whose checksum fails is damaged: SQLite's indexes are rebuilt from
-    /// the table, then it is deleted and reported. When damaged rows were found, each key of
-    /// `unmatched` (in the index, on no row) was theirs: it is reported lost.
+    /// Settles a table and a key index that disagree. First the table's pages are checked
+    /// (``brokenPages(_:)``): a broken one throws damage, and the database is salvaged. Each
+    /// suspect row (by rowid: its key is NULL or missing from the index) whose checksum holds is
+    /// whole, so the index was damaged: it joins `index`. One whose checksum fails is damaged:
+    /// SQLite's indexes are rebuilt from the table, then it is deleted and reported. When
+    /// damaged rows were found, each key of `unmatched` (in the index, on no row) was theirs:
+    /// it is reported lost. (On sound pages with no damaged row, such a key is the index's own
+    /// damage, never a key the store held.)
     private mutating func settle(
         suspects: [Int64],
         unmatched: Set<String>,
         into index: SerialCache<String, Int>,
         _ connection: SQLiteConnection
     ) throws(CacheStoreError) {
+        if let broken = brokenPages(connection) {
+            // A broken page (a cell pointer into another cell, say), which SQLite would go on
+            // writing into: the database is salvaged.
+            throw .corrupted(path: path, reason: broken + SQLiteConnection.ownDamage)
+        }
         var damaged: [Int64] = []
         for rowid in suspects {
             var whole = false
@@ -298,6 +310,21 @@ package struct SQLiteStoreState {
                 reason: "the index on the key column cannot be rebuilt (\(error))" + SQLiteConnection.ownDamage
             )
         }
+    }
+
+    /// What `PRAGMA quick_check` finds wrong with the structure of the database's pages (its
+    /// first finding), or `nil` when they are sound. SQLite's reads check a page only as far as
+    /// they use it: a cell pointer that points outside its page, for one, lets rows written
+    /// into that page read back damaged. The check reads every page, so it runs only after
+    /// damage was found.
+    func brokenPages(_ connection: SQLiteConnection) -> String? {
+        var findings: [String] = []
+        do throws(CacheStoreError) {
+            try connection.run("PRAGMA quick_check(1)") { findings.append($0.text(0)) }
+        } catch {
+            return "the check of the database's pages failed (\(error))"
+        }
+        return findings == ["ok"] ? nil : "the database's pages are damaged: \(findings.joined(separator: "; "))"
     }
 
     /// Reports the problems collected so far, emptying the list.

@@ -36,9 +36,12 @@ import Synchronization
 ///   (`SQLITE_CORRUPT`, `SQLITE_NOTADB`), when opening or in any later operation (a damaged page
 ///   that opening did not read, such as one of the key index), is moved aside with its log to
 ///   `<path>.damaged` and `<path>.damaged-wal`, replacing any earlier pair, and the store goes on
-///   in a new, empty database: the problem handler hears
-///   ``CacheKit/CacheStoreError/corrupted(path:reason:)``, and the operation that found the
-///   damage runs again on the new database, so no call fails for it.
+///   in a new database into which it copies every row it can still read whose checksum holds.
+///   A page check (`PRAGMA quick_check`) finds the broken pages SQLite's reads pass over, after
+///   a disagreement of key index and table at open or a row that fails its checksum. The
+///   problem handler hears ``CacheKit/CacheStoreError/corrupted(path:reason:)``, with each key
+///   lost by name, and the operation that found the damage runs again on the new database, so
+///   no call fails for it.
 /// - **Refusing other files.** A whole database that is not a store's (other tables, another
 ///   application id) throws ``CacheKit/CacheStoreError/corrupted(path:reason:)``; one of a newer
 ///   schema throws ``CacheKit/CacheStoreError/newerFormat(path:found:supported:)``. Either way
@@ -120,8 +123,8 @@ public final class SQLiteStore: CacheStore {
     ///   database; `corrupted`, `newerFormat` or `database` when the file is a whole database
     ///   that is not a store's, or of a newer schema (the file is left as it is); `ioFailure`
     ///   when the directory or lock file cannot be created. A file SQLite finds damaged is not
-    ///   an error: it is moved to `<path>.damaged` and the store starts empty, reported to the
-    ///   problem handler.
+    ///   an error: it is moved to `<path>.damaged` and the store goes on with the entries it can
+    ///   still read and verify, reported to the problem handler.
     /// - Precondition: `countLimit` is not negative and `byteLimit` is positive.
     public init(
         path: URL,
@@ -161,8 +164,8 @@ public final class SQLiteStore: CacheStore {
     }
 
     /// Runs `body` under the store's lock, then reports the problems it collected with the lock
-    /// released. When `body` finds the database damaged, the store moves it aside and starts
-    /// afresh (`startAfresh(after:)`), and `body` runs once more on the new database. It runs on
+    /// released. When `body` finds the database damaged, the store moves it aside and salvages
+    /// it (`startAfresh(after:)`), and `body` runs once more on the new database. It runs on
     /// the calling task's executor: the methods are `async` and not isolated to an actor, so
     /// that is the global concurrent executor, never the caller's actor. (A hop to a queue of
     /// the store's own costs more than an indexed query.)
@@ -174,7 +177,7 @@ public final class SQLiteStore: CacheStore {
                 do throws(CacheStoreError) {
                     return try body(&state)
                 } catch {
-                    // A damaged database never fails a call: it is moved aside, and the call
+                    // A damaged database never fails a call: it is salvaged, and the call
                     // runs again on the new, empty one.
                     guard try state.startAfresh(after: error) else { throw error }
                     return try body(&state)

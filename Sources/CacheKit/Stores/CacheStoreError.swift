@@ -14,8 +14,9 @@ public enum CacheStoreError: Error, Sendable, Equatable, CustomStringConvertible
     /// A file the store keeps is damaged: `reason` says how. Stores report damage through their
     /// problem handler (``CacheStoreProblem``) and heal: a damaged entry is dropped, a damaged
     /// journal makes a `DiskStore` rebuild its index from the entry files, and a damaged SQLite
-    /// database is moved aside and replaced by an empty one. It is thrown only for a file that
-    /// is not the store's own, which is left as it is.
+    /// database is moved aside and replaced by a new one holding the entries that could be read
+    /// and verified. It is thrown only for a file that is not the store's own, which is left as
+    /// it is.
     case corrupted(path: String, reason: String)
     /// The index or database was written by a newer format than this CacheKit reads.
     case newerFormat(path: String, found: Int, supported: Int)
