@@ -169,10 +169,23 @@ enum DiskEntryFile {
         length: Int,
         crc: UInt32
     ) throws(CacheStoreError) -> Result<Data, DiskEntryDamage> {
-        var value = Data(count: length)
-        let read = value.withUnsafeMutableBytes { DiskIO.readFully(descriptor, into: $0, at: offset) }
-        if read < 0 { throw .ioFailure(path: path, operation: "read", errno: -Int32(read)) }
-        guard read == length else { return .failure(DiskEntryDamage(reason: "cut short while it was read")) }
+        // The read fills memory left uninitialized: zero-filling it first (`Data(count:)`) would
+        // write every byte once more before the read writes it.
+        var value = Data()
+        if length > 0 {
+            guard let memory = malloc(length) else { throw .ioFailure(path: path, operation: "malloc", errno: ENOMEM) }
+            let read = DiskIO.readFully(
+                descriptor,
+                into: UnsafeMutableRawBufferPointer(start: memory, count: length),
+                at: offset
+            )
+            guard read == length else {
+                free(memory)
+                if read < 0 { throw .ioFailure(path: path, operation: "read", errno: -Int32(read)) }
+                return .failure(DiskEntryDamage(reason: "cut short while it was read"))
+            }
+            value = Data(bytesNoCopy: memory, count: length, deallocator: .free)
+        }
         guard CRC32C.lanes(of: value) == crc else {
             return .failure(DiskEntryDamage(reason: "its value checksum does not match"))
         }
