@@ -227,6 +227,14 @@ struct SQLiteStoreFileTests {
         return (data, page)
     }
 
+    /// Whether `problems` holds a `corrupted` report whose reason contains `text`.
+    func reports(_ problems: ProblemLog, containing text: String) -> Bool {
+        problems.all.contains { problem in
+            if case .corrupted(_, let reason) = problem.error { return reason.contains(text) }
+            return false
+        }
+    }
+
     /// Expects every `key-N` of ``fortyEntriesInOneLeaf()`` read back whole or reported lost,
     /// at least `kept` of them whole, the database salvaged, and new writes reading back.
     func expectSalvaged(_ store: SQLiteStore, _ problems: ProblemLog, kept least: Int) async throws {
@@ -240,11 +248,7 @@ struct SQLiteStoreFileTests {
             }
         }
         #expect(kept >= least, "\(problems.all)")
-        let salvaged = problems.all.contains { problem in
-            if case .corrupted(_, let reason) = problem.error { return reason.contains("was moved to") }
-            return false
-        }
-        #expect(salvaged, "\(problems.all)")
+        #expect(reports(problems, containing: "was moved to"), "\(problems.all)")
         for i in 0..<20 {
             try await store.setEntry(bytes(50, UInt8(i)), forKey: "new-\(i)", expiresAt: nil)
             #expect(try await store.entry(forKey: "new-\(i)")?.value == bytes(50, UInt8(i)), "new-\(i)")
@@ -260,13 +264,7 @@ struct SQLiteStoreFileTests {
         data[page + 8] = data[page + 8 + 24]
         data[page + 9] = data[page + 9 + 24]
         let (damaged, problems) = try await reopen(data)
-        #expect(
-            problems.all.contains { problem in
-                if case .corrupted(_, let reason) = problem.error { return reason.contains("pages are damaged") }
-                return false
-            },
-            "\(problems.all)"
-        )
+        #expect(reports(problems, containing: "pages are damaged"), "\(problems.all)")
         try await expectSalvaged(damaged, problems, kept: 30)
     }
 
@@ -295,13 +293,7 @@ struct SQLiteStoreFileTests {
         let (damaged, problems) = try await reopen(data)
         #expect(problems.all.isEmpty, "\(problems.all)")
         #expect(try await damaged.entry(forKey: "key-7") == nil)
-        #expect(
-            problems.all.contains { problem in
-                if case .corrupted(_, let reason) = problem.error { return reason.contains("pages are damaged") }
-                return false
-            },
-            "\(problems.all)"
-        )
+        #expect(reports(problems, containing: "pages are damaged"), "\(problems.all)")
         try await expectSalvaged(damaged, problems, kept: 39)
     }
 
