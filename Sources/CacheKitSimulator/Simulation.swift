@@ -1,4 +1,6 @@
 import CacheKit
+import Foundation
+import Synchronization
 
 /// What one policy at one size did on a trace.
 public struct SimulationResult: Sendable, Equatable {
@@ -20,6 +22,15 @@ public struct SimulationResult: Sendable, Equatable {
     /// For ``EvictionPolicy/adaptive``: each candidate's name and the hit ratio of its
     /// miniature simulation on the sampled keys; empty for every other policy.
     public var miniatures: [MiniatureResult] = []
+    /// How many threads replayed the requests together (see
+    /// ``Simulator/replay(_:policy:size:threads:)``); 1 for every other replay.
+    public var threads = 1
+    /// For a replay on several threads: the hits of one thread replaying the same keys in the
+    /// order the threads served them (each request's turn taken once served), with the policy
+    /// hearing every read at once. The difference from ``hits`` is what late and lost reads cost
+    /// the policy; the difference from a replay in the trace's order is the scheduler's.
+    /// `nil` for a one-thread replay.
+    public var hitsInServedOrder: Int?
 
     /// Creates a result record.
     public init(
@@ -114,6 +125,62 @@ public enum Simulator {
         return result
     }
 
+    /// Replays `keys` through a `Cache` with `policy` and `countLimit: size` on `threads` threads
+    /// at once, to measure what concurrency costs the policy's hit ratio.
+    ///
+    /// Each thread takes the next request in trace order (from one shared counter), reads the
+    /// key, and on a miss inserts it, so the cache sees the trace's order but for the requests
+    /// in flight on other threads. The cache reads in parallel from the first request (as a
+    /// `Cache` does once threads contend for it): its policy hears reads late, out of order
+    /// between threads, or not at all when a read buffer is full while another thread replays
+    /// it. Two threads may miss the same key at once; each counts a miss.
+    ///
+    /// The counts depend on how the scheduler interleaves the threads, so two runs differ. Two
+    /// things move them away from ``replay(_:policy:size:)``'s: the scheduler, which serves the
+    /// requests in another order (a thread that took a request and lost its core serves it
+    /// thousands of requests late), and the policy's late and lost reads. To tell them apart,
+    /// each request takes a turn once served (after its read, or after the insertion that
+    /// follows a miss, when other threads can first see it), and the result's
+    /// ``SimulationResult/hitsInServedOrder`` replays the keys in those turns' order on one
+    /// thread: what the cache would have hit had it heard every read at once.
+    ///
+    /// - Precondition: `size > 0` and `threads >= 1`.
+    /// - Complexity: O(*n*) for *n* requests.
+    public static func replay(_ keys: [Int], policy: EvictionPolicy, size: Int, threads: Int) -> SimulationResult {
+        precondition(size > 0, "size must be positive (got \(size))")
+        precondition(threads >= 1, "threads must be at least 1 (got \(threads))")
+        let cache = Cache<TraceKey, Bool>(countLimit: size, policy: policy)
+        cache._shareReads()
+        let requests = SharedRequests(keys)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let group = DispatchGroup()
+        for _ in 1..<threads {
+            group.enter()
+            Thread {
+                requests.replay(through: cache)
+                group.leave()
+            }.start()
+        }
+        requests.replay(through: cache)
+        group.wait()
+        let elapsed = clock.now - start
+        let hits = requests.hits.load(ordering: .acquiring)
+        let inOrder = SerialCache<TraceKey, Bool>(countLimit: size, policy: policy)
+        let servedHits = inOrder._replay(requests.served.lazy.map { TraceKey(id: $0) }, insertingOnMiss: true)
+        var result = SimulationResult(
+            policy: policy.name,
+            size: size,
+            requests: keys.count,
+            hits: hits,
+            misses: keys.count - hits,
+            seconds: elapsed.seconds
+        )
+        result.threads = threads
+        result.hitsInServedOrder = servedHits
+        return result
+    }
+
     /// Replays `keys` `rounds` times, each through a fresh cache, and returns the fastest round.
     ///
     /// The counts are the same every round; only the time differs. On a shared machine other
@@ -195,6 +262,46 @@ public enum Simulator {
             misses: n - hits,
             seconds: (clock.now - start).seconds
         )
+    }
+}
+
+/// A trace's requests handed out in order to the threads replaying them, the hits they count,
+/// and the order they served them in.
+private final class SharedRequests: @unchecked Sendable {
+    let keys: [Int]
+    let next = Atomic<Int>(0)
+    let turns = Atomic<Int>(0)
+    let hits = Atomic<Int>(0)
+    /// The keys in the order of their turns. Each turn is written by the one thread that took
+    /// it, and read after every thread has finished.
+    private let servedKeys: UnsafeMutableBufferPointer<Int>
+
+    init(_ keys: [Int]) {
+        self.keys = keys
+        servedKeys = .allocate(capacity: keys.count)
+        servedKeys.initialize(repeating: 0)
+    }
+
+    deinit { servedKeys.deallocate() }
+
+    /// The keys in the order they were served; read once every thread has finished.
+    var served: UnsafeMutableBufferPointer<Int> { servedKeys }
+
+    /// Takes requests until none is left: a read, on a miss an insertion, then its turn.
+    func replay(through cache: Cache<TraceKey, Bool>) {
+        var hits = 0
+        while true {
+            let index = next.add(1, ordering: .relaxed).oldValue
+            guard index < keys.count else { break }
+            let key = TraceKey(id: keys[index])
+            if cache[key] != nil {
+                hits += 1
+            } else {
+                cache[key] = true
+            }
+            servedKeys[turns.add(1, ordering: .relaxed).oldValue] = keys[index]
+        }
+        self.hits.add(hits, ordering: .releasing)
     }
 }
 

@@ -35,6 +35,10 @@ enum Simulate {
           --plot FILE.svg       also write the miss-ratio curve of every policy as SVG
           --rounds N            replay each policy and size N times (at most 1000) and report the fastest
                                 round's speed (hits are the same every round); default 1
+          --threads N           also replay each policy and size on N threads at once (2 to 64) through a
+                                Cache reading in parallel, each thread taking the next request, and
+                                print its hit ratio beside one thread's in the trace's order and in the
+                                order the threads served the requests (differs from run to run)
         """
 
     static func run(_ argv: [String]) throws {
@@ -48,7 +52,7 @@ enum Simulate {
             argv,
             valueFlags: [
                 "format", "key-column", "workload", "keys", "requests", "skew", "seed", "policy", "size", "sizes",
-                "plot", "rounds",
+                "plot", "rounds", "threads",
             ],
             booleanFlags: ["json", "switches", "help"]
         )
@@ -61,13 +65,17 @@ enum Simulate {
         let sizes = try parseSizes(args, unique: unique)
         let (policies, wantsOPT) = try parsePolicies(args)
         let rounds = try args.int("rounds", default: 1, maximum: 1000)
+        // Two or more: one thread is what the table above already gives.
+        let threads =
+            args.string("threads") == nil ? nil : try args.int("threads", default: 2, minimum: 2, maximum: 64)
         warnIfDebug()
 
         var results: [SimulationResult] = []
         let progress = Progress(
-            total: sizes.count * (policies.count + (wantsOPT ? 1 : 0)),
+            total: sizes.count * (policies.count * (threads == nil ? 1 : 2) + (wantsOPT ? 1 : 0)),
             requests: trace.keys.count * rounds
         )
+        var threaded: [SimulationResult] = []
         for size in sizes {
             if wantsOPT {
                 progress.step("opt at \(size)")
@@ -76,6 +84,10 @@ enum Simulate {
             for policy in policies {
                 progress.step("\(policy) at \(size)")
                 results.append(Simulator.replay(trace.keys, policy: policy, size: size, rounds: rounds))
+                if let threads {
+                    progress.step("\(policy) at \(size) on \(threads) threads")
+                    threaded.append(Simulator.replay(trace.keys, policy: policy, size: size, threads: threads))
+                }
             }
         }
         progress.finish()
@@ -96,9 +108,10 @@ enum Simulate {
             }
         }
         if args.flag("json") {
-            try printJSON(results, switches: args.flag("switches"))
+            try printJSON(results, threaded: threaded, switches: args.flag("switches"))
         } else {
             printTable(results, trace: trace, unique: unique)
+            printThreaded(threaded, beside: results)
             if args.flag("switches") { printSwitches(results) }
         }
     }
@@ -268,6 +281,38 @@ enum Simulate {
         }
     }
 
+    /// The replays on several threads, each beside the same policy and size on one thread, in
+    /// the trace's order and in the order the threads served the requests.
+    static func printThreaded(_ threaded: [SimulationResult], beside results: [SimulationResult]) {
+        guard let threads = threaded.first?.threads else { return }
+        print("")
+        print("on \(threads) threads, each taking the next request (Cache, reads in parallel):")
+        let header = ["policy", "size", "1 thread", "\(threads) threads", "difference", "served order", "late reads"]
+        let points = { (ratio: Double) in String(format: "%+.2f pts", ratio * 100) }
+        let rows = threaded.map { result in
+            let one = oneThread(of: result, in: results)
+            let served = Double(result.hitsInServedOrder ?? 0) / Double(max(1, result.requests))
+            return [
+                result.policy, "\(result.size)", String(format: "%.4f", one.hitRatio),
+                String(format: "%.4f", result.hitRatio), points(result.hitRatio - one.hitRatio),
+                String(format: "%.4f", served), points(result.hitRatio - served),
+            ]
+        }
+        printAligned(header: header, rows: rows, rightAligned: Set(1..<header.count))
+        print(
+            """
+            served order: one thread replaying the keys in the order the threads served them;
+            late reads: what the policy hearing reads late or not at all cost against it (the rest
+            of the difference is the scheduler's reordering)
+            """
+        )
+    }
+
+    /// The one-thread replay of the policy and size that `result` replayed on several threads.
+    static func oneThread(of result: SimulationResult, in results: [SimulationResult]) -> SimulationResult {
+        results.first { $0.policy == result.policy && $0.size == result.size && $0.threads == 1 }!
+    }
+
     /// Each adaptive result's switches, one line each.
     static func printSwitches(_ results: [SimulationResult]) {
         for result in results where result.policy == EvictionPolicy.adaptive.name {
@@ -299,11 +344,18 @@ enum Simulate {
         var seconds: Double
         var requestsPerSecond: Double
         var switches: [SwitchRow]?
+        /// With `--threads`: the thread count, and the hits of the replay on those threads and of
+        /// one thread replaying the requests in the order they were served.
+        var threads: Int?
+        var threadedHits: Int?
+        var threadedHitRatio: Double?
+        var threadedHitsInServedOrder: Int?
     }
 
-    static func printJSON(_ results: [SimulationResult], switches: Bool = false) throws {
-        let rows = results.map { r in
-            Row(
+    static func printJSON(_ results: [SimulationResult], threaded: [SimulationResult], switches: Bool) throws {
+        let rows = results.map { r -> Row in
+            let onThreads = threaded.first { $0.policy == r.policy && $0.size == r.size }
+            return Row(
                 policy: r.policy,
                 size: r.size,
                 requests: r.requests,
@@ -313,7 +365,11 @@ enum Simulate {
                 seconds: r.seconds,
                 requestsPerSecond: r.requestsPerSecond.isFinite ? r.requestsPerSecond : 0,
                 switches: switches && r.policy == EvictionPolicy.adaptive.name
-                    ? r.switches.map { SwitchRow(request: $0.request, from: $0.from, to: $0.to) } : nil
+                    ? r.switches.map { SwitchRow(request: $0.request, from: $0.from, to: $0.to) } : nil,
+                threads: onThreads?.threads,
+                threadedHits: onThreads?.hits,
+                threadedHitRatio: onThreads?.hitRatio,
+                threadedHitsInServedOrder: onThreads?.hitsInServedOrder
             )
         }
         let encoder = JSONEncoder()

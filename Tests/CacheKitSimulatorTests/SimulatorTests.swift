@@ -370,6 +370,35 @@ struct SharedTracesRequirementTests {
 }
 
 /// The `cachekit` tool's argument checks, run as a user runs it.
+@Suite("Replays on several threads")
+struct ThreadedReplayTests {
+    static let keys = Workload.zipf(keys: 2_000, skew: 0.9, requests: 60_000).trace(seed: 5).keys
+
+    @Test("on one thread a Cache reading in parallel replays to the serial counts", arguments: EvictionPolicy.allCases)
+    func oneThreadMatchesTheSerialReplay(policy: EvictionPolicy) {
+        let serial = Simulator.replay(Self.keys, policy: policy, size: 200)
+        let threaded = Simulator.replay(Self.keys, policy: policy, size: 200, threads: 1)
+        #expect(threaded.hits == serial.hits, "\(policy): \(threaded.hits) hits against \(serial.hits)")
+        #expect(threaded.requests == 60_000 && threaded.threads == 1)
+    }
+
+    @Test(
+        "four threads replay every request once and keep the hit ratio near one thread's",
+        arguments: [EvictionPolicy.lru, .wTinyLFU, .sieve]
+    )
+    func fourThreadsKeepTheHitRatio(policy: EvictionPolicy) {
+        let serial = Simulator.replay(Self.keys, policy: policy, size: 200)
+        let threaded = Simulator.replay(Self.keys, policy: policy, size: 200, threads: 4)
+        #expect(threaded.hits + threaded.misses == 60_000 && threaded.threads == 4)
+        // Reads that never reached the policy would make LRU a FIFO, 5 points below it on this
+        // workload; the bound leaves room for the scheduler's interleavings.
+        #expect(
+            abs(threaded.hitRatio - serial.hitRatio) <= 0.02,
+            "\(policy): \(threaded.hitRatio) on four threads, \(serial.hitRatio) on one"
+        )
+    }
+}
+
 @Suite("cachekit's arguments")
 struct CommandLineTests {
     /// The package's executable `name`, built next to the test bundle (the test target depends
@@ -474,6 +503,7 @@ struct CommandLineTests {
             (["--seed", "1"], "--seed applies to the built-in workload, not to a trace file"),
             (["--key-column", "id"], "--key-column applies to CSV traces only"),
             (["--rounds", "1001"], "--rounds must be a whole number from 1 to 1000 (got '1001')"),
+            (["--threads", "1"], "--threads must be a whole number from 2 to 64 (got '1')"),
         ]
     )
     func inapplicableFlags(flags: [String], message: String) throws {
@@ -484,6 +514,29 @@ struct CommandLineTests {
             #expect(refused.status != 0)
             #expect(refused.errors.contains(message), "\(refused.errors)")
         }
+    }
+
+    @Test(
+        "simulate --threads prints each policy's hit ratio on those threads beside one thread's",
+        .enabled(if: tool != nil, "cachekit not found next to the test bundle; build it first")
+    )
+    func simulateOnThreads() throws {
+        let workload = ["simulate", "--workload", "zipf", "--keys", "500", "--requests", "20000", "--sizes", "50"]
+        let json = try execute(workload + ["--policy", "lru,fifo,opt", "--threads", "3", "--json"])
+        #expect(json.status == 0, "\(json.errors)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]])
+        #expect(rows.map { $0["policy"] as? String } == ["opt", "lru", "fifo"])
+        #expect(rows.map { $0["threads"] as? Int } == [nil, 3, 3], "OPT has no replay on threads")
+        for row in rows.dropFirst() {
+            let hits = try #require(row["threadedHits"] as? Int)
+            let inOrder = try #require(row["threadedHitsInServedOrder"] as? Int)
+            #expect((0...20_000).contains(hits) && (0...20_000).contains(inOrder))
+            #expect(abs(try #require(row["threadedHitRatio"] as? Double) - Double(hits) / 20_000) < 1e-9)
+        }
+        let table = try execute(workload + ["--policy", "lru", "--threads", "2"])
+        #expect(table.status == 0, "\(table.errors)")
+        #expect(table.output.contains("on 2 threads, each taking the next request"), "\(table.output)")
+        #expect(table.output.contains("served order"), "\(table.output)")
     }
 
     /// The rows `cachekit bench --json` prints for `arguments` (after `bench`), expecting it to

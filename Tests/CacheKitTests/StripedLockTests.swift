@@ -69,17 +69,21 @@ struct StripedLockTests {
         lock.unlockExclusive()
     }
 
-    @Test("a stripe's buffer keeps its reads in order, says when it is full, and drops the rest")
+    @Test("a stripe's buffer keeps its reads in order, asks for a replay from its threshold on, drops reads when full")
     func readBufferFillsAndDrains() {
         let lock = _StripedLock(stripes: 1)
         let stripe = lock.lockShared()
-        var fullAt: Int? = nil
+        var answers: [Bool] = []
         for slot in 0..<(_StripedLock.readBufferCapacity + 10) {
-            let roomLeft = stripe.record(Int32(slot), generation: UInt32(slot * 2 + 1))
-            if !roomLeft && fullAt == nil { fullAt = slot }
+            answers.append(stripe.record(Int32(slot), generation: UInt32(slot * 2 + 1)))
         }
         lock.unlockShared(stripe)
-        #expect(fullAt == _StripedLock.readBufferCapacity - 1, "the read that fills the buffer reports it")
+        #expect(_StripedLock.replayThreshold < _StripedLock.readBufferCapacity)
+        #expect(
+            answers.firstIndex(of: false) == _StripedLock.replayThreshold - 1,
+            "the read that reaches the threshold asks for a replay"
+        )
+        #expect(!answers[_StripedLock.replayThreshold...].contains(true), "every later read asks again")
         var drained: [_SlotRead] = []
         lock.drainReads { drained.append($0) }
         #expect(drained.map(\.slot) == (0..<Int32(_StripedLock.readBufferCapacity)).map { $0 })

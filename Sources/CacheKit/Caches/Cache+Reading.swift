@@ -9,7 +9,7 @@ extension Cache {
     /// stripe's buffer. See "Thread safety" in ``Cache`` for what holds.
     ///
     /// - Complexity: O(1): two atomic read-modify-writes on the calling thread's stripe; once
-    ///   per 64 reads of a stripe, O(buffered reads) to tell the policy.
+    ///   per 16 reads of a stripe, O(buffered reads) to tell the policy.
     @inlinable
     public func _value(forKey key: Key) -> Value? {
         // Never shared with a time to idle (`_noteContention`): one load decides.
@@ -67,7 +67,7 @@ extension Cache {
         if _policyHearsReads
             && !stripe.record(slot, generation: state.pointee.core.generations.unsafelyUnwrapped[Int(slot)])
         {
-            _replayFullBuffer()
+            _replayBufferedReadsIfFree()
         }
         readers.unlockShared(stripe, counting: counts ? .hit : .none)
         observer?(.hit(key: key))
@@ -118,13 +118,14 @@ extension Cache {
         return expiry.pointee.mayHaveExpired(now: now)
     }
 
-    /// A reader whose stripe's buffer filled replays every stripe's buffer into the policy,
-    /// still holding the lock shared (so no writer runs meanwhile), if no other reader is
-    /// replaying; otherwise its read is dropped, and the next write replays the rest. A replay
-    /// changes only the policy's state and the entries' list links, which readers never read.
+    /// A reader whose stripe's buffer reached the replay threshold replays every stripe's buffer
+    /// into the policy, still holding the lock shared (so no writer runs meanwhile), if no other
+    /// reader is replaying; otherwise its read stays buffered (dropped only if the buffer was
+    /// full) for a later reader or the next write. A replay changes only the policy's state and
+    /// the entries' list links, which readers never read.
     @inlinable
     @inline(never)
-    func _replayFullBuffer() {
+    func _replayBufferedReadsIfFree() {
         // Loaded first: a failing compare-and-exchange would take the line from the replayer.
         guard !_policyLock.load(ordering: .relaxed),
             _policyLock.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged

@@ -40,8 +40,8 @@ import _CacheKitShims
 /// and ``contains(_:)`` then hold a reader-writer lock shared, in one of several stripes on
 /// separate cache lines chosen by a hash of the calling thread, so that readers on different
 /// cores seldom write the same memory. The policy cannot hear of a read while others read: the
-/// read leaves its slot in its stripe's buffer, and the next write, or the reader that fills a
-/// buffer, tells the policy (see <doc:SharingACache> for the same design in ``SharedCache``).
+/// read leaves its slot in its stripe's buffer, and the next write, or a reader whose stripe holds
+/// 16 reads, tells the policy (see <doc:SharingACache> for the same design in ``SharedCache``).
 /// Writes take turns: each holds the lock exclusively, after the writers' own lock, which keeps
 /// its throughput when more threads contend for it than there are cores, and first replays the
 /// buffered reads (at most 64 per stripe). A critical section is O(1) besides that replay
@@ -121,7 +121,7 @@ public final class Cache<Key: Hashable, Value> {
     )
     /// Writers take turns on it, then hold `readers` exclusively: a writer that waits sleeps.
     @usableFromInline let writers = _Lock()
-    /// Held by a reader replaying the buffered reads (readers go on); see `_replayFullBuffer`.
+    /// Held by a reader replaying the buffered reads (readers go on); see `_replayBufferedReadsIfFree`.
     @usableFromInline let _policyLock = Atomic<Bool>(false)
     /// What warming the replayed slots read, kept so that the loads are not optimized away.
     @usableFromInline let _warmed = Atomic<Int>(0)

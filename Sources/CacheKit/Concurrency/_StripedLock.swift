@@ -60,7 +60,14 @@ final class _StripedLock: @unchecked Sendable {
         }
 
         /// Notes that a reader used `slot` (whose generation was `generation`); returns `false`
-        /// when the buffer is full (the read is dropped, as Caffeine drops reads under load).
+        /// once the buffer holds ``_StripedLock/replayThreshold`` reads, asking the caller to
+        /// replay them if no one else is. A read that finds the buffer full is dropped, as
+        /// Caffeine drops reads under load.
+        ///
+        /// The room between the threshold and the capacity is for the reads a stripe takes
+        /// while another thread replays: stripes emptied by one replay fill again at about the
+        /// same pace, so a buffer that asked for a replay only when full would drop every read
+        /// until that replay ended.
         ///
         /// The index is claimed with a plain load and store, not a fetch-add: two threads of
         /// one stripe reading at the same instant may claim the same element, and one of the
@@ -76,7 +83,7 @@ final class _StripedLock: @unchecked Sendable {
             guard index < _StripedLock.readBufferCapacity else { return false }
             reads[index].store(_SlotRead(slot: slot, generation: generation).packed, ordering: .releasing)
             readCount.pointee.store(index + 1, ordering: .relaxed)
-            return index + 1 < _StripedLock.readBufferCapacity
+            return index + 1 < _StripedLock.replayThreshold
         }
     }
 
@@ -98,6 +105,8 @@ final class _StripedLock: @unchecked Sendable {
     }
 
     @usableFromInline static let readBufferCapacity = 64
+    /// How many buffered reads make a stripe ask for a replay: Caffeine's read buffer size.
+    @usableFromInline static let replayThreshold = 16
     @usableFromInline static let readerMask: UInt64 = (1 << 20) - 1
     @usableFromInline static let hitUnit: UInt64 = 1 << 20
     @usableFromInline static let missUnit: UInt64 = 1 << 42

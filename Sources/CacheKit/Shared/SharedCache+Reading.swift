@@ -114,15 +114,16 @@ extension SharedCache {
         return state.pointee.core.deadline(ofWriteAt: writtenAt, timeToLive: timeToLive) > now ? value : nil
     }
 
-    /// The replay by a reader whose read buffer filled, if no one else holds the policy lock:
-    /// it costs the reader O(64) once per 64 reads, and no thread waits for it. It holds the
+    /// The replay by a reader whose read buffer reached the replay threshold, if no one else
+    /// holds the policy lock: it costs the reader O(buffered reads) about once per 16 reads, and
+    /// no thread waits for it. It holds the
     /// policy lock only, not the exclusive lock, so other readers keep reading meanwhile: a
     /// replay writes only the policy's own state and the entries' list links, which readers never
     /// read (they read the index, keys, values, generations and deadlines, which only drains
     /// change, holding both locks).
     @inlinable
     func _maintain() {
-        // Loaded first: while another thread replays, every read of a full buffer comes here,
+        // Loaded first: while another thread replays, every read past the threshold comes here,
         // and a failing compare-and-exchange would take the lock's line from the replaying core.
         guard !_policyLock.load(ordering: .relaxed),
             _policyLock.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged

@@ -45,9 +45,10 @@ import Synchronization
 /// by any ``EvictionPolicy``. (FIFO ignores reads, so a FIFO cache's readers record nothing.)
 /// Readers cannot reorder the policy's lists while they share the lock,
 /// so each stripe buffers the slots its readers used (up to 64), and the next drain replays them
-/// before it applies writes, as Caffeine does. The reader that fills a buffer replays it itself
-/// under a policy lock of its own while other readers go on (a replay relinks only the lists,
-/// which readers never read); if a replay is running, that read goes unrecorded. So recency is
+/// before it applies writes, as Caffeine does. A reader whose stripe holds 16 reads replays the
+/// buffers itself under a policy lock of its own while other readers go on (a replay relinks
+/// only the lists, which readers never read); while a replay runs, readers keep recording until
+/// their buffer is full, and a read that finds it full goes unrecorded. So recency is
 /// approximate: under contention some reads are dropped, and a read may reach the policy before
 /// a write to another key issued just before it. A read answered by a queued write of its key is
 /// queued behind that write, so the policy hears of it in order (repeated reads of the key with
@@ -236,7 +237,8 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
                 && !stripe.record(slot, generation: state.pointee.core.generations.unsafelyUnwrapped[Int(slot)])
             return ((state.pointee.core.entries[Int(slot)].value, full), counts ? .hit : .none)
         }
-        // A full buffer: replay it now if the lock is free (else the next writer does).
+        // A buffer at the threshold: replay it now if the lock is free (else a later reader or
+        // the next writer does).
         if bufferFull { _maintain() }
         return value
     }
