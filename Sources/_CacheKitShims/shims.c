@@ -29,6 +29,19 @@ void _cachekit_futex_wake_one(const void *word) {
 #endif
 }
 
+// Numbered from 1 here (0: not yet numbered), from 0 for the caller.
+static _Thread_local uint32_t thread_number;
+static uint32_t threads_numbered;
+
+uint32_t _cachekit_thread_number(void) {
+    uint32_t number = thread_number;
+    if (number == 0) {
+        number = __atomic_add_fetch(&threads_numbered, 1, __ATOMIC_RELAXED);
+        thread_number = number;
+    }
+    return number - 1;
+}
+
 // Software CRC-32C: eight tables, one per byte position of a 64-bit word (slicing by eight),
 // filled once when the library loads.
 static uint32_t crc32c_tables[8][256];

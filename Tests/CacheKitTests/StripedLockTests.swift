@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import Testing
+import _CacheKitShims
 
 @testable import CacheKit
 
@@ -94,6 +95,20 @@ struct StripedLockTests {
         let again2 = lock.lockShared()
         #expect(again2.record(7, generation: 1), "an emptied buffer records again")
         lock.unlockShared(again2)
+    }
+
+    @Test("each thread keeps one number for its life, no two threads share one, and it picks the stripe")
+    func threadNumbersPickStripes() async {
+        let lock = _StripedLock(stripes: 8)
+        let numbers = Mutex<[Int: UInt32]>([:])
+        await runOnThreads(6) { index in
+            let first = _cachekit_thread_number()
+            for _ in 0..<100 { #expect(_cachekit_thread_number() == first, "a thread's number never changes") }
+            #expect(lock.currentStripe.state == lock.stripe(Int(first) & 7).state)
+            numbers.withLock { $0[index] = first }
+        }
+        let all = numbers.withLock { Array($0.values) }
+        #expect(all.count == 6 && Set(all).count == 6, "\(all)")
     }
 
     @Test("readers on several threads are all counted, and a writer waits for them")

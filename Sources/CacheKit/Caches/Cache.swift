@@ -38,8 +38,8 @@ import _CacheKitShims
 /// threads keep contending for it (64 contended turns within 10 milliseconds), the cache moves,
 /// for good, to parallel reads: ``value(forKey:)``, the subscript's getter, ``peekValue(forKey:)``
 /// and ``contains(_:)`` then hold a reader-writer lock shared, in one of several stripes on
-/// separate cache lines chosen by a hash of the calling thread, so that readers on different
-/// cores seldom write the same memory. The policy cannot hear of a read while others read: the
+/// separate cache lines, each thread in turn taking the next stripe, so that readers on
+/// different cores seldom write the same memory. The policy cannot hear of a read while others read: the
 /// read leaves its slot in its stripe's buffer, and the next write, or a reader whose stripe holds
 /// 16 reads, tells the policy (see <doc:SharingACache> for the same design in ``SharedCache``).
 /// Writes take turns: each holds the lock exclusively, after the writers' own lock, which keeps

@@ -49,4 +49,10 @@ void _cachekit_futex_wait(const void *word, uint32_t expected);
 /// a no-op.
 void _cachekit_futex_wake_one(const void *word);
 
+/// A number for the calling thread: 0, 1, 2, … in the order threads first ask, kept for the
+/// thread's life. Threads that ask one after another get consecutive numbers, so that up to *n*
+/// of them fall in *n* different stripes of a striped structure, where a hash of their handles
+/// puts two in one stripe as soon as there are a few.
+uint32_t _cachekit_thread_number(void);
+
 #endif
