@@ -31,6 +31,9 @@ public struct SimulationResult: Sendable, Equatable {
     /// the policy; the difference from a replay in the trace's order is the scheduler's.
     /// `nil` for a one-thread replay.
     public var hitsInServedOrder: Int?
+    /// For a replay on several threads: the misses whose insertion found the key already
+    /// inserted by another thread that missed it at the same time; 0 for a one-thread replay.
+    public var concurrentMisses = 0
 
     /// Creates a result record.
     public init(
@@ -142,7 +145,10 @@ public enum Simulator {
     /// each request takes a turn once served (after its read, or after the insertion that
     /// follows a miss, when other threads can first see it), and the result's
     /// ``SimulationResult/hitsInServedOrder`` replays the keys in those turns' order on one
-    /// thread: what the cache would have hit had it heard every read at once.
+    /// thread: what the cache would have hit had it heard every read at once. That order counts
+    /// a hit where two threads missed one key at once, the second before the first inserted it
+    /// (``SimulationResult/concurrentMisses``, what a loader's single flight saves); the rest of
+    /// the difference is the policy's.
     ///
     /// - Precondition: `size > 0` and `threads >= 1`.
     /// - Complexity: O(*n*) for *n* requests.
@@ -178,6 +184,7 @@ public enum Simulator {
         )
         result.threads = threads
         result.hitsInServedOrder = servedHits
+        result.concurrentMisses = requests.concurrentMisses.load(ordering: .acquiring)
         return result
     }
 
@@ -272,6 +279,8 @@ private final class SharedRequests: @unchecked Sendable {
     let next = Atomic<Int>(0)
     let turns = Atomic<Int>(0)
     let hits = Atomic<Int>(0)
+    /// Misses whose insertion found the key inserted by another thread meanwhile.
+    let concurrentMisses = Atomic<Int>(0)
     /// The keys in the order of their turns. Each turn is written by the one thread that took
     /// it, and read after every thread has finished.
     private let servedKeys: UnsafeMutableBufferPointer<Int>
@@ -285,23 +294,25 @@ private final class SharedRequests: @unchecked Sendable {
     deinit { servedKeys.deallocate() }
 
     /// The keys in the order they were served; read once every thread has finished.
-    var served: UnsafeMutableBufferPointer<Int> { servedKeys }
+    var served: UnsafeBufferPointer<Int> { UnsafeBufferPointer(servedKeys) }
 
     /// Takes requests until none is left: a read, on a miss an insertion, then its turn.
     func replay(through cache: Cache<TraceKey, Bool>) {
         var hits = 0
+        var concurrentMisses = 0
         while true {
             let index = next.add(1, ordering: .relaxed).oldValue
             guard index < keys.count else { break }
             let key = TraceKey(id: keys[index])
             if cache[key] != nil {
                 hits += 1
-            } else {
-                cache[key] = true
+            } else if cache.setValue(true, forKey: key).outcome == .replaced {
+                concurrentMisses += 1
             }
             servedKeys[turns.add(1, ordering: .relaxed).oldValue] = keys[index]
         }
         self.hits.add(hits, ordering: .releasing)
+        self.concurrentMisses.add(concurrentMisses, ordering: .releasing)
     }
 }
 

@@ -287,23 +287,28 @@ enum Simulate {
         guard let threads = threaded.first?.threads else { return }
         print("")
         print("on \(threads) threads, each taking the next request (Cache, reads in parallel):")
-        let header = ["policy", "size", "1 thread", "\(threads) threads", "difference", "served order", "late reads"]
+        let header = [
+            "policy", "size", "1 thread", "\(threads) threads", "difference", "served order", "both missed", "policy",
+        ]
         let points = { (ratio: Double) in String(format: "%+.2f pts", ratio * 100) }
         let rows = threaded.map { result in
             let one = oneThread(of: result, in: results)
-            let served = Double(result.hitsInServedOrder ?? 0) / Double(max(1, result.requests))
+            let requests = Double(max(1, result.requests))
+            let served = Double(result.hitsInServedOrder ?? 0) / requests
+            let both = Double(result.concurrentMisses) / requests
             return [
                 result.policy, "\(result.size)", String(format: "%.4f", one.hitRatio),
                 String(format: "%.4f", result.hitRatio), points(result.hitRatio - one.hitRatio),
-                String(format: "%.4f", served), points(result.hitRatio - served),
+                String(format: "%.4f", served), points(-both), points(result.hitRatio + both - served),
             ]
         }
         printAligned(header: header, rows: rows, rightAligned: Set(1..<header.count))
         print(
             """
             served order: one thread replaying the keys in the order the threads served them;
-            late reads: what the policy hearing reads late or not at all cost against it (the rest
-            of the difference is the scheduler's reordering)
+            both missed: requests that missed because another thread had missed the same key and
+            not yet inserted it (a loader's single flight saves them); policy: what the policy
+            hearing reads late or not at all cost against the served order
             """
         )
     }
@@ -344,12 +349,14 @@ enum Simulate {
         var seconds: Double
         var requestsPerSecond: Double
         var switches: [SwitchRow]?
-        /// With `--threads`: the thread count, and the hits of the replay on those threads and of
-        /// one thread replaying the requests in the order they were served.
+        /// With `--threads`: the thread count, the hits of the replay on those threads, of one
+        /// thread replaying the requests in the order they were served, and the misses two
+        /// threads made of one key at once.
         var threads: Int?
         var threadedHits: Int?
         var threadedHitRatio: Double?
         var threadedHitsInServedOrder: Int?
+        var threadedConcurrentMisses: Int?
     }
 
     static func printJSON(_ results: [SimulationResult], threaded: [SimulationResult], switches: Bool) throws {
@@ -369,7 +376,8 @@ enum Simulate {
                 threads: onThreads?.threads,
                 threadedHits: onThreads?.hits,
                 threadedHitRatio: onThreads?.hitRatio,
-                threadedHitsInServedOrder: onThreads?.hitsInServedOrder
+                threadedHitsInServedOrder: onThreads?.hitsInServedOrder,
+                threadedConcurrentMisses: onThreads?.concurrentMisses
             )
         }
         let encoder = JSONEncoder()
