@@ -58,7 +58,8 @@ import _CacheKitShims
 ///   or enumeration. Under contention reads can reach the policy late, out of order between
 ///   threads, or not at all (as Caffeine drops reads): when a buffer is full and another
 ///   thread is replaying, when two threads of one stripe record at the same instant, or when
-///   the entry changed before the replay.
+///   the entry changed before the replay. Replaying traces on four threads, that costs no
+///   policy's hit ratio anything in the median (see "On several threads" in <doc:Performance>).
 ///
 /// The move costs a buffer of 640 bytes per stripe (twice the processors, 4 to 64 stripes) and
 /// 4 bytes per slot for entries' versions. A reader that finds writers holding the lock for
