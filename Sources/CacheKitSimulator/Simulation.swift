@@ -160,20 +160,22 @@ public enum Simulator {
         let requests = SharedRequests(keys)
         let clock = ContinuousClock()
         let start = clock.now
+        // Every replaying thread is new, the caller only waits: new threads read first one after
+        // another, so that each takes a stripe of its own (see `_StripedLock.currentStripe`).
         let group = DispatchGroup()
-        for _ in 1..<threads {
+        for _ in 0..<threads {
             group.enter()
-            Thread {
+            let thread = Thread {
                 requests.replay(through: cache)
                 group.leave()
-            }.start()
+            }
+            thread.stackSize = 4 << 20  // as deep as the main thread's, for debug builds
+            thread.start()
         }
-        requests.replay(through: cache)
         group.wait()
         let elapsed = clock.now - start
         let hits = requests.hits.load(ordering: .acquiring)
-        let inOrder = SerialCache<TraceKey, Bool>(countLimit: size, policy: policy)
-        let servedHits = inOrder._replay(requests.served.lazy.map { TraceKey(id: $0) }, insertingOnMiss: true)
+        let servedHits = requests.replayServed(policy: policy, size: size)
         var result = SimulationResult(
             policy: policy.name,
             size: size,
@@ -293,8 +295,12 @@ private final class SharedRequests: @unchecked Sendable {
 
     deinit { servedKeys.deallocate() }
 
-    /// The keys in the order they were served; read once every thread has finished.
-    var served: UnsafeBufferPointer<Int> { UnsafeBufferPointer(servedKeys) }
+    /// The hits of one thread replaying the keys in the order they were served, through a
+    /// `SerialCache` with `policy` and `countLimit: size`. Once every thread has finished.
+    func replayServed(policy: EvictionPolicy, size: Int) -> Int {
+        let cache = SerialCache<TraceKey, Bool>(countLimit: size, policy: policy)
+        return cache._replay(servedKeys.lazy.map { TraceKey(id: $0) }, insertingOnMiss: true)
+    }
 
     /// Takes requests until none is left: a read, on a miss an insertion, then its turn.
     func replay(through cache: Cache<TraceKey, Bool>) {

@@ -288,7 +288,8 @@ enum Simulate {
         print("")
         print("on \(threads) threads, each taking the next request (Cache, reads in parallel):")
         let header = [
-            "policy", "size", "1 thread", "\(threads) threads", "difference", "served order", "both missed", "policy",
+            "policy", "size", "1 thread", "\(threads) threads", "difference", "served order", "both missed",
+            "policy's share",
         ]
         let points = { (ratio: Double) in String(format: "%+.2f pts", ratio * 100) }
         let rows = threaded.map { result in
@@ -307,8 +308,8 @@ enum Simulate {
             """
             served order: one thread replaying the keys in the order the threads served them;
             both missed: requests that missed because another thread had missed the same key and
-            not yet inserted it (a loader's single flight saves them); policy: what the policy
-            hearing reads late or not at all cost against the served order
+            not yet inserted it (a loader's single flight saves them); policy's share: what the
+            policy hearing reads late or not at all cost against the served order
             """
         )
     }

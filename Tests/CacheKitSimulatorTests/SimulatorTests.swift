@@ -369,7 +369,8 @@ struct SharedTracesRequirementTests {
     }
 }
 
-/// The `cachekit` tool's argument checks, run as a user runs it.
+/// `Simulator.replay(_:policy:size:threads:)`: a trace replayed on several threads through a
+/// `Cache` reading in parallel.
 @Suite("Replays on several threads")
 struct ThreadedReplayTests {
     static let keys = Workload.zipf(keys: 2_000, skew: 0.9, requests: 60_000).trace(seed: 5).keys
@@ -404,12 +405,16 @@ struct ThreadedReplayTests {
         // 1,000 entries, one thread), so it and the adaptive policy keep the first bound only.
         let inOrder = try #require(threaded.hitsInServedOrder)
         let policyShare = Double(threaded.hits + threaded.concurrentMisses - inOrder) / 60_000
+        // The bound is a point, not the half point the traces keep in the median: the tests run
+        // in parallel on as few as two cores, and a thread that loses its core while replaying
+        // makes the others drop reads. Reads lost wholesale cost LRU 5 points here.
         if policy != .wTinyLFU && policy != .adaptive {
-            #expect(abs(policyShare) <= 0.005, "\(policy): \(policyShare * 100) points for late and lost reads")
+            #expect(abs(policyShare) <= 0.01, "\(policy): \(policyShare * 100) points for late and lost reads")
         }
     }
 }
 
+/// The `cachekit` tool's argument checks, run as a user runs it.
 @Suite("cachekit's arguments")
 struct CommandLineTests {
     /// The package's executable `name`, built next to the test bundle (the test target depends

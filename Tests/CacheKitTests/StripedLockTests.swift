@@ -97,6 +97,8 @@ struct StripedLockTests {
         lock.unlockShared(again2)
     }
 
+    /// That threads starting together land in different stripes follows from consecutive
+    /// numbers, which tests running in parallel (numbering threads of their own) cannot show.
     @Test("each thread keeps one number for its life, no two threads share one, and it picks the stripe")
     func threadNumbersPickStripes() async {
         let lock = _StripedLock(stripes: 8)

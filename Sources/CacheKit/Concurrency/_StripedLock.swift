@@ -22,7 +22,8 @@ import Darwin
 /// Everything is an atomic that ThreadSanitizer sees, so it checks the data this lock guards.
 /// Waiting spins with `sched_yield`: critical sections here are O(1) map operations, or a bulk
 /// operation the caller asked for. Each stripe also carries a lossy buffer of the slots its readers
-/// used (for the eviction policy, replayed by the next writer) and hit/miss counters.
+/// used (for the eviction policy, replayed by the next writer or by a reader whose stripe holds
+/// ``replayThreshold`` reads) and hit/miss counters.
 ///
 /// A read costs two atomic read-modify-writes, the fewest the protocol allows: the stripe's
 /// word holds the reader count and the hit and miss counters side by side (see ``Stripe``), so
@@ -206,9 +207,10 @@ final class _StripedLock: @unchecked Sendable {
     }
 
     /// The stripe of the calling thread: threads in the order they first read, round the
-    /// stripes, so that as many threads as stripes each have one of their own. (A hash of their
-    /// handles would put two of four threads in one of four stripes nine times in ten: both
-    /// would write one cache line, and lose reads they record at the same instant.)
+    /// stripes, so that as many threads as stripes that first read one after another (a pool
+    /// started together) each have one of their own. (A hash of their handles would put two of
+    /// four threads in one of four stripes nine times in ten: both would write one cache line,
+    /// and lose reads they record at the same instant.)
     @inlinable
     var currentStripe: Stripe {
         stripe(Int(_cachekit_thread_number()) & stripeMask)

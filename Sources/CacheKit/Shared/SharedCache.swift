@@ -215,7 +215,7 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     @inlinable
     public func value(forKey key: Key) -> Value? {
         if _exclusiveReads { return _exclusive { state, now in state.core.value(forKey: key, now: now) } }
-        let (value, bufferFull) = _reading(key: key, recordingRead: true) {
+        let (value, wantsReplay) = _reading(key: key, recordingRead: true) {
             state,
             stripe,
             now,
@@ -232,14 +232,14 @@ public final class SharedCache<Key: Hashable & Sendable, Value: Sendable>: @unch
             guard slot >= 0, !state.pointee.core._isExpired(slot, now: now) else {
                 return ((nil, false), counts ? .miss : .none)
             }
-            let full =
+            let replay =
                 _tracksReads.load(ordering: .relaxed)
                 && !stripe.record(slot, generation: state.pointee.core.generations.unsafelyUnwrapped[Int(slot)])
-            return ((state.pointee.core.entries[Int(slot)].value, full), counts ? .hit : .none)
+            return ((state.pointee.core.entries[Int(slot)].value, replay), counts ? .hit : .none)
         }
         // A buffer at the threshold: replay it now if the lock is free (else a later reader or
         // the next writer does).
-        if bufferFull { _maintain() }
+        if wantsReplay { _maintain() }
         return value
     }
 
