@@ -39,9 +39,10 @@ import _CacheKitShims
 /// for good, to parallel reads: ``value(forKey:)``, the subscript's getter, ``peekValue(forKey:)``
 /// and ``contains(_:)`` then hold a reader-writer lock shared, in one of several stripes on
 /// separate cache lines, each thread in turn taking the next stripe, so that readers on
-/// different cores seldom write the same memory. The policy cannot hear of a read while others read: the
-/// read leaves its slot in its stripe's buffer, and the next write, or a reader whose stripe holds
-/// 16 reads, tells the policy (see <doc:SharingACache> for the same design in ``SharedCache``).
+/// different cores seldom write the same memory. The policy cannot hear of a read while others
+/// read: the read leaves its slot in its stripe's buffer, and the next write, or a reader whose
+/// stripe holds 16 reads, tells the policy (see <doc:SharingACache> for the same design in
+/// ``SharedCache``).
 /// Writes take turns: each holds the lock exclusively, after the writers' own lock, which keeps
 /// its throughput when more threads contend for it than there are cores, and first replays the
 /// buffered reads (at most 64 per stripe). A critical section is O(1) besides that replay
